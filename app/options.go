@@ -1,0 +1,128 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Options are the process-level settings of the guard. Every field has a flag.
+type Options struct {
+	MetricsAddr     string
+	HealthAddr      string
+	LeaderElection  bool
+	Namespace       string
+	GitCacheDir     string
+	DefaultInterval time.Duration
+	Workers         int
+
+	WebhookAddr        string
+	WebhookURL         string
+	WebhookService     string
+	WebhookServicePort int32
+	WebhookHosts       []string
+	WebhookRegister    bool
+	WebhookConfigName  string
+	FailurePolicy      string
+	WebhookTimeout     time.Duration
+	MaxInFlight        int
+	ExcludeNamespaces  []string
+
+	PolicyDir        string
+	GuardUsers       []string
+	BreakGlassGroups []string
+
+	AuditStdout      bool
+	AuditFile        string
+	AuditFileMaxMB   int
+	AuditFileBackups int
+	AuditEvents      bool
+	AuditQueueSize   int
+}
+
+// DefaultOptions returns the settings used when no flag is given.
+func DefaultOptions() Options {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "driftguard-system"
+	}
+	return Options{
+		MetricsAddr:       "127.0.0.1:8080",
+		HealthAddr:        "127.0.0.1:8081",
+		Namespace:         ns,
+		GitCacheDir:       filepath.Join(cache, "driftguard", "git"),
+		DefaultInterval:   time.Minute,
+		Workers:           4,
+		WebhookAddr:       "127.0.0.1:9443",
+		WebhookHosts:      []string{"127.0.0.1", "localhost"},
+		WebhookRegister:   true,
+		WebhookConfigName: "driftguard",
+		FailurePolicy:     "Ignore",
+		WebhookTimeout:    5 * time.Second,
+		MaxInFlight:       256,
+		ExcludeNamespaces: []string{"kube-system"},
+		AuditStdout:       true,
+		AuditFileMaxMB:    100,
+		AuditFileBackups:  5,
+		AuditEvents:       true,
+		AuditQueueSize:    4096,
+	}
+}
+
+// BindFlags registers a flag for every option.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables)")
+	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address of the /healthz and /readyz probes (0 disables)")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect one leader among replicas to apply and revert (all replicas serve the webhook)")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "the guard's own namespace: Git credentials, leader lease; never guarded (env POD_NAMESPACE)")
+	fs.StringVar(&o.GitCacheDir, "git-cache-dir", o.GitCacheDir, "where fetched repositories are cached")
+	fs.DurationVar(&o.DefaultInterval, "default-interval", o.DefaultInterval, "full reconcile interval for Guards that set none")
+	fs.IntVar(&o.Workers, "drift-workers", o.Workers, "workers comparing and reverting drift in parallel")
+
+	fs.StringVar(&o.WebhookAddr, "webhook-addr", o.WebhookAddr, "address the admission webhook listens on (TLS)")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "URL the API server calls when the guard runs outside the cluster (default https://<webhook-addr>)")
+	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service (in --namespace) the API server calls when the guard runs in the cluster; overrides --webhook-url")
+	fs.Int32Var(&o.WebhookServicePort, "webhook-service-port", 443, "port of --webhook-service")
+	fs.StringSliceVar(&o.WebhookHosts, "webhook-hosts", o.WebhookHosts, "host names and IPs of the generated serving certificate")
+	fs.BoolVar(&o.WebhookRegister, "webhook-register", o.WebhookRegister, "create or update the ValidatingWebhookConfiguration at start-up with the generated CA")
+	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "name of the ValidatingWebhookConfiguration")
+	fs.StringVar(&o.FailurePolicy, "failure-policy", o.FailurePolicy, "Fail or Ignore: what the API server and the guard do with a change the guard cannot decide")
+	fs.DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "how long the API server waits for the webhook (1s to 30s); the guard answers before")
+	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", o.MaxInFlight, "admission reviews decided at once; more wait until the deadline")
+	fs.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", o.ExcludeNamespaces, "namespaces whose objects the webhook never sees (the guard's own is always added)")
+
+	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "folder of Rego files (package driftguard) to use instead of the built-in policy; reloaded on change")
+	fs.StringSliceVar(&o.GuardUsers, "guard-users", o.GuardUsers, "extra identities always allowed (the guard's own identity is found at start-up)")
+	fs.StringSliceVar(&o.BreakGlassGroups, "break-glass-groups", o.BreakGlassGroups, "groups whose members may change managed objects with a driftguard.io/break-glass annotation")
+
+	fs.BoolVar(&o.AuditStdout, "audit-stdout", o.AuditStdout, "write audit records as JSON lines to stdout")
+	fs.StringVar(&o.AuditFile, "audit-file", o.AuditFile, "also write audit records to this rotating file")
+	fs.IntVar(&o.AuditFileMaxMB, "audit-file-max-size-mb", o.AuditFileMaxMB, "rotate the audit file at this size")
+	fs.IntVar(&o.AuditFileBackups, "audit-file-max-backups", o.AuditFileBackups, "rotated audit files kept")
+	fs.BoolVar(&o.AuditEvents, "audit-events", o.AuditEvents, "also record drift and decisions as Kubernetes Events on the object")
+	fs.IntVar(&o.AuditQueueSize, "audit-queue-size", o.AuditQueueSize, "audit records buffered before writers wait (none is dropped)")
+}
+
+// Validate checks option values, naming the flag at fault.
+func (o *Options) Validate() error {
+	if o.FailurePolicy != "Fail" && o.FailurePolicy != "Ignore" {
+		return fmt.Errorf("--failure-policy: %q is neither Fail nor Ignore", o.FailurePolicy)
+	}
+	if o.WebhookTimeout < time.Second || o.WebhookTimeout > 30*time.Second {
+		return fmt.Errorf("--webhook-timeout: %s is outside 1s..30s", o.WebhookTimeout)
+	}
+	if o.Workers < 1 {
+		return fmt.Errorf("--drift-workers: must be at least 1, got %d", o.Workers)
+	}
+	if o.AuditQueueSize < 1 {
+		return fmt.Errorf("--audit-queue-size: must be at least 1, got %d", o.AuditQueueSize)
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/informer"
+	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/webhook"
+)
+
+// Scheme knows the built-in kinds, CRDs and Guards.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(fmt.Sprintf("build scheme: %v", err)) // a programming error, never input
+		}
+	}
+	return s
+}
+
+// Run starts the guard against the cluster of cfg and blocks until ctx ends.
+// Audit records written to stdout go to out (os.Stdout when nil).
+func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out io.Writer) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if out == nil {
+		out = os.Stdout
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 200, 400
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Logger:                  log,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.HealthAddr,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        "driftguard.driftguard.io",
+		LeaderElectionNamespace: o.Namespace,
+		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+
+	// Who the guard is: its own writes are always allowed by policy.
+	self, err := whoAmI(ctx, kube)
+	if err != nil {
+		return err
+	}
+	log.Info("guard identity", "user", self)
+
+	// Audit.
+	sinks := []audit.Sink{}
+	if o.AuditStdout {
+		sinks = append(sinks, audit.NewWriterSink("stdout", out))
+	}
+	if o.AuditFile != "" {
+		fs, err := audit.OpenFileSink(o.AuditFile, o.AuditFileMaxMB, o.AuditFileBackups)
+		if err != nil {
+			return fmt.Errorf("--audit-file: %w", err)
+		}
+		sinks = append(sinks, fs)
+	}
+	if o.AuditEvents {
+		sinks = append(sinks, audit.NewEventSink(kube, "driftguard"))
+	}
+	auditLog := audit.NewLogger(log.WithName("audit"), o.AuditQueueSize, sinks...)
+	if err := mgr.Add(auditLog); err != nil {
+		return err
+	}
+
+	// Policy.
+	engine := policy.NewEngine(policy.Config{GuardUsers: append([]string{self}, o.GuardUsers...), BreakGlassGroups: o.BreakGlassGroups}, log.WithName("policy"))
+	if o.PolicyDir != "" {
+		if err := engine.LoadDir(o.PolicyDir); err != nil {
+			log.Error(err, "policy does not compile; the built-in policy serves until it does", "dir", o.PolicyDir)
+		}
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			engine.Watch(ctx, o.PolicyDir, 2*time.Second)
+			return nil
+		})); err != nil {
+			return err
+		}
+	}
+
+	// Desired state, apply, drift.
+	store := gitstore.NewStore()
+	applier := &reconcile.Applier{Client: mgr.GetClient()}
+	settings := &guardSettings{c: mgr.GetClient()}
+	watcher := &informer.Watcher{
+		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: store, Reverter: reverter{applier},
+		Policy: engine, Settings: settings, Audit: auditLog, LabelKey: reconcile.GuardLabel,
+		Workers: o.Workers, Log: log.WithName("drift"),
+	}
+	applier.Live = watcher
+	if err := mgr.Add(watcher); err != nil {
+		return err
+	}
+	rec := &reconcile.GuardReconciler{
+		Client: mgr.GetClient(), Fetcher: gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), Store: store,
+		Applier: applier, Audit: auditLog, Drift: watcher, SecretNamespace: o.Namespace,
+		DefaultInterval: o.DefaultInterval, Log: log.WithName("reconcile"),
+	}
+	if err := rec.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up guard reconciler: %w", err)
+	}
+
+	// Admission webhook.
+	certs, err := webhook.NewCertificates(webhookHosts(o))
+	if err != nil {
+		return err
+	}
+	validator := &webhook.Validator{
+		Store: store, Policy: engine, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
+		FailClosed: o.FailurePolicy == "Fail", MaxInFlight: o.MaxInFlight,
+		Deadline: o.WebhookTimeout * 4 / 5, Log: log.WithName("webhook"),
+	}
+	validator.Init()
+	server := webhook.NewServer(o.WebhookAddr, certs.Serving, validator, log.WithName("webhook"))
+	if err := mgr.Add(server); err != nil {
+		return err
+	}
+	if o.WebhookRegister {
+		if err := mgr.Add(registrar(server, mgr.GetClient(), o, certs.CAPEM, log)); err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("starting driftguard", "webhook", o.WebhookAddr, "policy", engine.Revision())
+	return mgr.Start(ctx)
+}
+
+// registrar creates the webhook configuration once the server listens.
+func registrar(server *webhook.Server, c client.Client, o Options, ca []byte, log logr.Logger) manager.Runnable {
+	return nonLeader(func(ctx context.Context) error {
+		addr, err := server.BoundAddr(ctx)
+		if err != nil {
+			return nil
+		}
+		url := o.WebhookURL
+		if url == "" {
+			url = "https://" + addr.String()
+		}
+		excluded := o.ExcludeNamespaces
+		if !slices.Contains(excluded, o.Namespace) {
+			excluded = append(slices.Clone(excluded), o.Namespace)
+		}
+		reg := webhook.Registration{
+			Name: o.WebhookConfigName, URL: url, CABundle: ca,
+			FailurePolicy:  admissionregistrationv1.FailurePolicyType(o.FailurePolicy),
+			TimeoutSeconds: int32(o.WebhookTimeout / time.Second), LabelKey: reconcile.GuardLabel,
+			ExcludeNamespaces: excluded,
+		}
+		if o.WebhookService != "" {
+			reg.ServiceNamespace, reg.ServiceName, reg.ServicePort = o.Namespace, o.WebhookService, o.WebhookServicePort
+		}
+		if err := webhook.Register(ctx, c, reg); err != nil {
+			return err
+		}
+		log.Info("webhook registered", "configuration", o.WebhookConfigName, "url", url)
+		<-ctx.Done()
+		return nil
+	})
+}
+
+func webhookHosts(o Options) []string {
+	hosts := slices.Clone(o.WebhookHosts)
+	if o.WebhookService != "" {
+		svc := o.WebhookService + "." + o.Namespace
+		hosts = append(hosts, o.WebhookService, svc, svc+".svc", svc+".svc.cluster.local")
+	}
+	return hosts
+}
+
+func whoAmI(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("find the guard's own identity (SelfSubjectReview): %w", err)
+	}
+	return r.Status.UserInfo.Username, nil
+}
+
+// nonLeader runs fn on every replica.
+type nonLeader func(ctx context.Context) error
+
+func (f nonLeader) Start(ctx context.Context) error { return f(ctx) }
+func (f nonLeader) NeedLeaderElection() bool        { return false }
+
+// reverter adapts the Applier to the informer's Reverter.
+type reverter struct{ a *reconcile.Applier }
+
+func (r reverter) Revert(ctx context.Context, desired *unstructured.Unstructured) error {
+	_, err := r.a.Revert(ctx, desired)
+	return err
+}
+
+// guardSettings reads per-Guard settings from the manager's cache.
+type guardSettings struct{ c client.Client }
+
+func (s *guardSettings) SelfHeal(guard string) bool {
+	var g v1alpha1.Guard
+	if err := s.c.Get(context.Background(), client.ObjectKey{Name: guard}, &g); err != nil {
+		return true
+	}
+	return g.SelfHealEnabled()
+}

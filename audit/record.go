@@ -1,0 +1,137 @@
+// Package audit defines driftguard's audit record and delivers records to
+// sinks: JSON lines on a writer (stdout), a rotating file, and Kubernetes
+// Events. Every drift, revert, apply, prune and admission decision becomes one
+// Record. The package decides nothing; it only records what others decided.
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Type says what happened.
+type Type string
+
+// The record types.
+const (
+	// Decision is an admission decision on a change to a managed object.
+	Decision Type = "decision"
+	// Drift is a difference between the live object and Git.
+	Drift Type = "drift"
+	// Revert is a live object put back to its desired state (self-heal).
+	Revert Type = "revert"
+	// Apply is a server-side apply of a desired object.
+	Apply Type = "apply"
+	// Prune is the deletion of an object that left Git.
+	Prune Type = "prune"
+	// Error is a failure of the guard (fetch, render, apply, policy).
+	Error Type = "error"
+	// Recreate is an object deleted by hand and created again from Git.
+	Recreate Type = "recreate"
+)
+
+// Object names a Kubernetes object.
+type Object struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// APIVersion returns "group/version", or "version" for the core group.
+func (o Object) APIVersion() string {
+	if o.Group == "" {
+		return o.Version
+	}
+	return o.Group + "/" + o.Version
+}
+
+// String returns "Kind namespace/name" (or "Kind name" when cluster-scoped).
+func (o Object) String() string {
+	if o.Namespace == "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
+// Field is one differing field. Desired and Live are omitted when the field is
+// absent on that side. Values must already be redacted by the caller (see
+// RedactValue).
+type Field struct {
+	Path    string `json:"path"`
+	Desired any    `json:"desired,omitempty"`
+	Live    any    `json:"live,omitempty"`
+}
+
+// Source is where the desired object comes from in Git.
+type Source struct {
+	URL      string `json:"url"`
+	Revision string `json:"revision"`
+	Path     string `json:"path,omitempty"`
+	Line     int    `json:"line,omitempty"`
+}
+
+// Record is one audit record. docs/audit.md describes every field.
+type Record struct {
+	Time           time.Time `json:"time"`
+	Type           Type      `json:"type"`
+	Guard          string    `json:"guard,omitempty"`
+	User           string    `json:"user,omitempty"`
+	Groups         []string  `json:"groups,omitempty"`
+	Manager        string    `json:"manager,omitempty"`
+	Operation      string    `json:"operation,omitempty"`
+	Object         Object    `json:"object"`
+	Fields         []Field   `json:"fields,omitempty"`
+	Action         string    `json:"action,omitempty"`
+	Reason         string    `json:"reason,omitempty"`
+	Rule           string    `json:"rule,omitempty"`
+	PolicyRevision string    `json:"policyRevision,omitempty"`
+	Source         *Source   `json:"source,omitempty"`
+	RequestUID     string    `json:"requestUID,omitempty"`
+	DryRun         bool      `json:"dryRun,omitempty"`
+	Error          string    `json:"error,omitempty"`
+	DurationMS     float64   `json:"durationMs,omitempty"`
+}
+
+// appendJSONLine appends the JSON encoding of r and a newline to buf. The time
+// is written in UTC; HTML characters are not escaped so messages stay legible.
+func appendJSONLine(buf *bytes.Buffer, r Record) error {
+	r.Time = r.Time.UTC()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("encode %s record for %s: %w", r.Type, r.Object, err)
+	}
+	return nil
+}
+
+// marshalLine returns r as one JSON line, newline included.
+func marshalLine(r Record) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := appendJSONLine(&buf, r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// RedactValue returns "sha256:" followed by the first 12 hex digits of the
+// SHA-256 of v's JSON encoding. Callers put it in Field.Desired and Field.Live
+// instead of a Secret's value: equal values give equal digests, so a record
+// still shows whether a value changed, without showing the value. Twelve hex
+// digits identify a change; they are not meant to resist guessing of short,
+// low-entropy values.
+func RedactValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Not JSON-encodable (a channel, a func, a NaN): hash its Go
+		// formatting, so the result is still never the value itself.
+		b = fmt.Appendf(nil, "%#v", v)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:6])
+}

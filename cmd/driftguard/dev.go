@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/config"
+	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/gitserver"
+)
+
+func newDevCommand(logs *logOptions) *cobra.Command {
+	opts := app.DefaultOptions()
+	opts.WebhookAddr = "127.0.0.1:0"
+	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	var examples, dir string
+	var interval time.Duration
+	var plain bool
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the guard on an embedded local cluster with a Git server holding the examples",
+		Long: `dev starts a real kube-apiserver and etcd, kube-controller-manager, kube-scheduler
+and KWOK-simulated nodes (so Deployments roll out), a Git server on loopback
+holding --examples as a repository, and the guard with a Guard for it.
+Ctrl-C stops everything. Binaries come from tools/build.sh.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), logs.logger(), opts, examples, dir, interval, !plain)
+		},
+	}
+	cmd.Flags().StringVar(&examples, "examples", "examples/shop", "folder of manifests to put in the demo repository")
+	cmd.Flags().StringVar(&dir, "dir", "", "keep kubeconfigs, logs and the Git repositories here (default: a temporary folder)")
+	cmd.Flags().DurationVar(&interval, "interval", 10*time.Second, "full reconcile interval of the demo Guard")
+	cmd.Flags().BoolVar(&plain, "no-simulation", false, "start only kube-apiserver and etcd (no controllers, nodes or pods)")
+	opts.BindFlags(cmd.Flags())
+	return cmd
+}
+
+func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, dir string, interval time.Duration, simulated bool) error {
+	if _, err := os.Stat(examples); err != nil {
+		return fmt.Errorf("--examples: %w", err)
+	}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "driftguard-dev-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	crdDir := filepath.Join(dir, "crds")
+	if err := writeCRDs(crdDir); err != nil {
+		return err
+	}
+	log.Info("starting local cluster", "simulated", simulated)
+	cluster, err := devenv.Start(ctx, devenv.Options{Simulated: simulated, CRDDirs: []string{crdDir}, Dir: filepath.Join(dir, "cluster"), Log: log.WithName("cluster")})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+
+	git, err := gitserver.Start(filepath.Join(dir, "git"))
+	if err != nil {
+		return err
+	}
+	defer git.Close()
+	repo, err := git.NewRepo("shop")
+	if err != nil {
+		return err
+	}
+	if err := repo.CopyDir(examples, ""); err != nil {
+		return err
+	}
+	if _, err := repo.CommitAndPush("shop: initial manifests"); err != nil {
+		return err
+	}
+
+	_, guardCfg, err := cluster.AddUser("driftguard", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	userKubeconfig, _, err := cluster.AddUser("alice", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cluster.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return err
+	}
+	selfHeal := true
+	guard := &v1alpha1.Guard{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop"},
+		Spec: v1alpha1.GuardSpec{URL: git.URL("shop"), Ref: "main", Interval: metav1.Duration{Duration: interval}, Prune: true, SelfHeal: &selfHeal},
+	}
+	if err := c.Create(ctx, guard); err != nil {
+		return fmt.Errorf("create demo Guard: %w", err)
+	}
+
+	kubectl := filepath.Join(devenv.DefaultBinDir(), "kubectl")
+	fmt.Fprintf(os.Stderr, `
+driftguard is guarding a local cluster.
+  kubeconfig (user alice):  %[1]s
+  Git repository:           %[2]s  (working copy: %[3]s)
+
+Try:
+  %[4]s --kubeconfig %[1]s get guards,deploy,pods -A
+  %[4]s --kubeconfig %[1]s scale deploy/web --replicas=5 -n shop        # denied: the message names the Git file
+  %[4]s --kubeconfig %[1]s delete validatingwebhookconfiguration driftguard && \
+    %[4]s --kubeconfig %[1]s patch configmap web-config -n shop -p '{"data":{"greeting":"hi"}}'   # reverted at once
+Edit a file in %[3]s, then: git -C %[3]s commit -am change && git -C %[3]s push   # applied at the next interval (%[5]s)
+Ctrl-C stops everything.
+
+`, userKubeconfig, git.URL("shop"), repo.Dir, kubectl, interval)
+
+	return app.Run(ctx, guardCfg, opts, log, os.Stdout)
+}
+
+// writeCRDs writes the embedded CRDs to dir for envtest to install.
+func writeCRDs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return fs.WalkDir(config.CRDs, "crd", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := config.CRDs.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, d.Name()), b, 0o644)
+	})
+}

@@ -1,0 +1,303 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// requireBinaries skips the test when the binaries are missing, unless CI=true.
+func requireBinaries(t *testing.T, simulated bool) {
+	t.Helper()
+	missing := MissingBinaries("", simulated)
+	if len(missing) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("%s missing in %s; run tools/build.sh", strings.Join(missing, ", "), DefaultBinDir())
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// eventually polls cond every 250 ms until it reports done, fails or timeout passes.
+func eventually(t *testing.T, ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	began := time.Now()
+	var lastErr error
+	for {
+		done, err := cond(ctx)
+		if err != nil {
+			lastErr = err
+		}
+		if done {
+			t.Logf("%s after %s", what, time.Since(began).Round(10*time.Millisecond))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not reached within %s (last error: %v)", what, timeout, lastErr)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// childPIDs lists the processes whose parent is this test binary, pid -> command name.
+func childPIDs(t *testing.T) map[int]string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("reading /proc: %v", err)
+	}
+	self := os.Getpid()
+	out := map[int]string{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may contain spaces, so split after ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == self {
+			out[pid] = s[strings.IndexByte(s, '(')+1 : i]
+		}
+	}
+	return out
+}
+
+func requireGone(t *testing.T, pids map[int]string) {
+	t.Helper()
+	for pid, name := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("process %d (%s) still exists after Stop (kill 0: %v)", pid, name, err)
+		}
+	}
+}
+
+func hasAll(pids map[int]string, names ...string) error {
+	for _, n := range names {
+		found := false
+		for _, got := range pids {
+			// /proc comm is cut at 15 bytes.
+			if strings.HasPrefix(n, got) {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("no child process %q among %v", n, pids)
+		}
+	}
+	return nil
+}
+
+func TestStartControlPlane(t *testing.T) {
+	requireBinaries(t, false)
+	ctx := t.Context()
+
+	began := time.Now()
+	c, err := Start(ctx, Options{Log: testr.New(t)})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Logf("control plane started in %s", time.Since(began).Round(10*time.Millisecond))
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = c.Stop()
+		}
+	})
+
+	if _, err := os.Stat(c.AdminKubeconfig); err != nil {
+		t.Fatalf("admin kubeconfig: %v", err)
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: metav1.NamespaceDefault},
+		Data:       map[string]string{"k": "v"},
+	}
+	if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating a ConfigMap as admin: %v", err)
+	}
+	out, _, err := c.Kubectl(ctx, "", "get", "configmap", "hello", "-o", "jsonpath={.data.k}")
+	if err != nil || out != "v" {
+		t.Fatalf("kubectl get configmap as admin: %q, %v", out, err)
+	}
+
+	alice, aliceCfg, err := c.AddUser("alice", nil)
+	if err != nil {
+		t.Fatalf("AddUser alice: %v", err)
+	}
+	_, stderr, err := c.Kubectl(ctx, alice, "get", "ns")
+	if err == nil {
+		t.Fatalf("kubectl get ns as alice without groups succeeded")
+	}
+	if !strings.Contains(stderr, "forbidden") || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("kubectl get ns as alice: want forbidden, got %v (stderr %q)", err, stderr)
+	}
+	aliceCS, err := kubernetes.NewForConfig(aliceCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := aliceCS.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing namespaces with alice's rest.Config: want forbidden, got %v", err)
+	}
+
+	alice, _, err = c.AddUser("alice", []string{"system:masters"})
+	if err != nil {
+		t.Fatalf("AddUser alice system:masters: %v", err)
+	}
+	out, _, err = c.Kubectl(ctx, alice, "get", "ns", "-o", "name")
+	if err != nil {
+		t.Fatalf("kubectl get ns as alice in system:masters: %v", err)
+	}
+	if !strings.Contains(out, "namespace/default") {
+		t.Fatalf("kubectl get ns as alice in system:masters: %q lacks namespace/default", out)
+	}
+
+	pids := childPIDs(t)
+	if err := hasAll(pids, "etcd", "kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	dir := c.Dir
+	began = time.Now()
+	if err := c.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	stopped = true
+	t.Logf("stopped in %s", time.Since(began).Round(10*time.Millisecond))
+	requireGone(t, pids)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("temporary dir %s not removed: %v", dir, err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
+
+func TestStartSimulated(t *testing.T) {
+	requireBinaries(t, true)
+	ctx := t.Context()
+
+	began := time.Now()
+	c, err := Start(ctx, Options{Simulated: true, Log: testr.New(t)})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Logf("simulated cluster started in %s", time.Since(began).Round(10*time.Millisecond))
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = c.Stop()
+		}
+	})
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, _, err := c.Kubectl(ctx, "", "create", "deployment", "web", "--image=nginx", "--replicas=3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Kubectl(ctx, "", "create", "job", "once", "--image=busybox", "--", "true"); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, ctx, 90*time.Second, "deployment web has 3 available replicas", func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return d.Status.AvailableReplicas == 3, fmt.Errorf("available %d/3", d.Status.AvailableReplicas)
+	})
+	eventually(t, ctx, 90*time.Second, "job once is Complete", func(ctx context.Context) (bool, error) {
+		j, err := cs.BatchV1().Jobs(metav1.NamespaceDefault).Get(ctx, "once", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range j.Status.Conditions {
+			if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %v", j.Status.Conditions)
+	})
+
+	// A namespace with a running workload in it finishes deleting.
+	if _, _, err := c.Kubectl(ctx, "", "create", "namespace", "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Kubectl(ctx, "", "-n", "doomed", "create", "deployment", "app", "--image=nginx", "--replicas=2"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, 90*time.Second, "deployment doomed/app has 2 available replicas", func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments("doomed").Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return d.Status.AvailableReplicas == 2, nil
+	})
+	if _, _, err := c.Kubectl(ctx, "", "delete", "namespace", "doomed", "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, 90*time.Second, "namespace doomed is gone", func(ctx context.Context) (bool, error) {
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("phase %s, conditions %v", ns.Status.Phase, ns.Status.Conditions)
+	})
+
+	pids := childPIDs(t)
+	if err := hasAll(pids, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"); err != nil {
+		t.Fatal(err)
+	}
+	for name, pid := range c.PIDs() {
+		if _, ok := pids[pid]; !ok {
+			t.Errorf("%s pid %d is not a child of the test", name, pid)
+		}
+	}
+	began = time.Now()
+	if err := c.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	stopped = true
+	t.Logf("stopped in %s", time.Since(began).Round(10*time.Millisecond))
+	requireGone(t, pids)
+	if left := childPIDs(t); len(left) > 0 {
+		t.Errorf("child processes left after Stop: %v", left)
+	}
+}

@@ -1,0 +1,282 @@
+package devenv
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+const (
+	fakeNodeName = "kwok-node-0"
+	// kwokNodeAnnotation marks the nodes KWOK manages (--manage-nodes-with-annotation-selector).
+	kwokNodeAnnotation = "kwok.x-k8s.io/node"
+	// simulatedReadyTimeout bounds the wait for the fake node after the
+	// components have started.
+	simulatedReadyTimeout = 90 * time.Second
+)
+
+// component is a simulated-cluster process before it is started.
+type component struct {
+	name    string
+	args    []string
+	healthz string // https URL polled for "ok"; empty for none
+}
+
+// startSimulation starts kube-controller-manager, kube-scheduler and KWOK,
+// registers the fake node and waits until it is Ready and schedulable.
+func (c *Cluster) startSimulation(ctx context.Context) error {
+	api := c.Env.ControlPlane.APIServer
+	caFile := filepath.Join(c.Dir, "apiserver-ca.crt")
+	if err := os.WriteFile(caFile, api.SecureServing.CA, 0o644); err != nil {
+		return fmt.Errorf("devenv: writing the API server CA: %w", err)
+	}
+	saKey := filepath.Join(api.CertDir, "sa-signer.key")
+	if _, err := os.Stat(saKey); err != nil {
+		return fmt.Errorf("devenv: service account signing key of the API server: %w", err)
+	}
+
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2]
+
+	kubeconfig := func(user string) (string, error) {
+		path, _, err := c.AddUser(user, []string{"system:masters"})
+		return path, err
+	}
+	kcmKC, err := kubeconfig("system:kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	schedKC, err := kubeconfig("system:kube-scheduler")
+	if err != nil {
+		return err
+	}
+	kwokKC, err := kubeconfig("kwok")
+	if err != nil {
+		return err
+	}
+
+	comps := []component{
+		{
+			name: "kube-controller-manager",
+			args: []string{
+				"--kubeconfig=" + kcmKC,
+				"--authentication-kubeconfig=" + kcmKC,
+				"--authorization-kubeconfig=" + kcmKC,
+				"--bind-address=127.0.0.1",
+				"--secure-port=" + strconv.Itoa(kcmPort),
+				"--cert-dir=" + filepath.Join(c.Dir, "kube-controller-manager"),
+				"--leader-elect=false",
+				"--use-service-account-credentials=false",
+				"--service-account-private-key-file=" + saKey,
+				"--root-ca-file=" + caFile,
+				// Passed through exec, no shell: no quotes around the value.
+				// The node-lifecycle controller stays on; it removes the
+				// node.kubernetes.io/not-ready taint every new node starts with.
+				"--controllers=*,-nodeipam",
+				"--kube-api-qps=100",
+				"--kube-api-burst=200",
+			},
+			healthz: fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort),
+		},
+		{
+			name: "kube-scheduler",
+			args: []string{
+				"--kubeconfig=" + schedKC,
+				"--authentication-kubeconfig=" + schedKC,
+				"--authorization-kubeconfig=" + schedKC,
+				"--bind-address=127.0.0.1",
+				"--secure-port=" + strconv.Itoa(schedPort),
+				"--cert-dir=" + filepath.Join(c.Dir, "kube-scheduler"),
+				"--leader-elect=false",
+			},
+			healthz: fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort),
+		},
+		{
+			name: "kwok",
+			args: []string{
+				"--kubeconfig=" + kwokKC,
+				"--config=" + filepath.Join(c.binDir, kwokStagesFile),
+				"--manage-all-nodes=false",
+				"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
+				"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),
+			},
+		},
+	}
+	for _, comp := range comps {
+		if err := c.startComponent(comp); err != nil {
+			return err
+		}
+	}
+
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("devenv: creating a client: %w", err)
+	}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, fakeNode(), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("devenv: creating node %s: %w", fakeNodeName, err)
+	}
+	return c.waitSimulated(ctx, cs, comps)
+}
+
+func (c *Cluster) startComponent(comp component) error {
+	f, err := c.openLog(comp.name)
+	if err != nil {
+		return err
+	}
+	ch, err := startChild(comp.name, filepath.Join(c.binDir, comp.name), comp.args, f, c.logPath(comp.name))
+	// The child holds its own descriptor; ours is not needed any more.
+	_ = f.Close()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.children = append(c.children, ch)
+	c.mu.Unlock()
+	c.log.V(1).Info("started", "process", comp.name, "pid", ch.pid, "log", ch.logPath)
+	return nil
+}
+
+// fakeNode is the one node KWOK simulates.
+func fakeNode() *corev1.Node {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fakeNodeName,
+			Annotations: map[string]string{
+				kwokNodeAnnotation:             "fake",
+				"node.alpha.kubernetes.io/ttl": "0",
+			},
+			Labels: map[string]string{
+				"type":                   "kwok",
+				"kubernetes.io/hostname": fakeNodeName,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/arch":     "amd64",
+			},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    res,
+			Allocatable: res.DeepCopy(),
+		},
+	}
+}
+
+// waitSimulated waits until the components answer /healthz, the fake node is
+// Ready without the not-ready taint, and the default ServiceAccount exists.
+func (c *Cluster) waitSimulated(ctx context.Context, cs kubernetes.Interface, comps []component) error {
+	ctx, cancel := context.WithTimeout(ctx, simulatedReadyTimeout)
+	defer cancel()
+	hc := &http.Client{
+		Timeout: 2 * time.Second,
+		// The components serve self-signed loopback certificates.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe
+	}
+	defer hc.CloseIdleConnections()
+
+	healthy := map[string]bool{}
+	var pending string
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c.mu.Lock()
+		children := append([]*child(nil), c.children...)
+		c.mu.Unlock()
+		for _, ch := range children {
+			if gone, err := ch.exited(); gone {
+				return fmt.Errorf("devenv: simulated cluster: %w", err)
+			}
+		}
+
+		pending = ""
+		for _, comp := range comps {
+			if comp.healthz == "" || healthy[comp.name] {
+				continue
+			}
+			if probe(ctx, hc, comp.healthz) {
+				healthy[comp.name] = true
+				continue
+			}
+			pending = fmt.Sprintf("%s to answer %s (log: %s)", comp.name, comp.healthz, c.logPath(comp.name))
+			break
+		}
+		if pending == "" {
+			pending = c.nodePending(ctx, cs)
+		}
+		if pending == "" {
+			if _, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+				pending = fmt.Sprintf("ServiceAccount default/default (kube-controller-manager, log: %s): %v", c.logPath("kube-controller-manager"), err)
+			}
+		}
+		if pending == "" {
+			return nil
+		}
+
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devenv: simulated cluster not ready after %s: still waiting for %s: %w", simulatedReadyTimeout, pending, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// nodePending says what the fake node still lacks, or "" once it is usable.
+func (c *Cluster) nodePending(ctx context.Context, cs kubernetes.Interface) string {
+	node, err := cs.CoreV1().Nodes().Get(ctx, fakeNodeName, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("node %s to exist", fakeNodeName)
+		}
+		return fmt.Sprintf("node %s: %v", fakeNodeName, err)
+	}
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return fmt.Sprintf("node %s to become Ready (KWOK marks it; log: %s)", fakeNodeName, c.logPath("kwok"))
+	}
+	var taints []string
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			taints = append(taints, t.Key)
+		}
+	}
+	if len(taints) > 0 {
+		return fmt.Sprintf("taints %s on node %s to be removed (node-lifecycle controller; log: %s)",
+			strings.Join(taints, ","), fakeNodeName, c.logPath("kube-controller-manager"))
+	}
+	return ""
+}
+
+func probe(ctx context.Context, hc *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

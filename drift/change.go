@@ -1,0 +1,45 @@
+package drift
+
+import (
+	"strings"
+)
+
+// Change is one field whose live value differs from Git.
+type Change struct {
+	// Path is a JSON pointer (RFC 6901) into the desired object.
+	Path string `json:"path"`
+	// Desired is the value Git sets; redacted for Secret data.
+	Desired any `json:"desired"`
+	// Live is the value in the cluster, nil when the field is missing; redacted for Secret data.
+	Live any `json:"live"`
+	// Missing is true when the live object lacks the field altogether.
+	Missing bool `json:"missing,omitempty"`
+}
+
+// escapeToken escapes one JSON pointer reference token.
+func escapeToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	s = strings.ReplaceAll(s, "~", "~0")
+	return strings.ReplaceAll(s, "/", "~1")
+}
+
+// pointer joins reference tokens into a JSON pointer.
+func pointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(escapeToken(t))
+	}
+	return b.String()
+}
+
+// Paths returns the JSON pointers of the changes, for messages.
+func Paths(changes []Change) []string {
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = c.Path
+	}
+	return out
+}

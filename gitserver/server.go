@@ -1,0 +1,125 @@
+// Package gitserver runs a real smart-HTTP Git server on loopback, backed by
+// the system git binary (git http-backend), and offers working clones that
+// tests and the demo edit, commit and push with real git commands.
+package gitserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+)
+
+// Server serves every bare repository below its root over smart HTTP.
+type Server struct {
+	root    string
+	home    string // isolated HOME for every git process the server starts
+	gitPath string
+	handler http.Handler
+	ln      net.Listener
+	srv     *http.Server
+	done    chan error
+
+	mu     sync.Mutex
+	clones []string // working clones to remove on Close
+	closed bool
+}
+
+// Start serves the bare repositories below root on 127.0.0.1 with a random port.
+func Start(root string) (*Server, error) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		return nil, fmt.Errorf("find git binary: %w", err)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("resolve root %s: %w", root, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("create root %s: %w", abs, err)
+	}
+	home, err := os.MkdirTemp("", "gitserver-home-")
+	if err != nil {
+		return nil, fmt.Errorf("create git home: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(home)
+		return nil, fmt.Errorf("listen on loopback: %w", err)
+	}
+	s := &Server{root: abs, home: home, gitPath: gitPath, ln: ln, done: make(chan error, 1)}
+	s.handler = s.newHandler()
+	s.srv = &http.Server{Handler: s.handler}
+	go func() { s.done <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// newHandler wraps git http-backend as a CGI handler.
+func (s *Server) newHandler() http.Handler {
+	env := []string{
+		"GIT_PROJECT_ROOT=" + s.root,
+		"GIT_HTTP_EXPORT_ALL=1",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"HOME=" + s.home,
+		"XDG_CONFIG_HOME=" + s.home,
+	}
+	return &cgi.Handler{
+		Path: s.gitPath,
+		Args: []string{"http-backend"},
+		Dir:  s.root,
+		Env:  env,
+		// PATH lets git find its helpers (git-upload-pack, git-receive-pack).
+		InheritEnv: []string{"PATH"},
+		// git http-backend's complaints (e.g. an unknown repository) reach
+		// the client as HTTP errors; keep them off the test output.
+		Stderr: io.Discard,
+	}
+}
+
+// Handler returns the HTTP handler that serves the repositories, so a caller
+// can mount it on a server of its own.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// URL returns the clone URL of repo, e.g. http://127.0.0.1:PORT/shop.git.
+// A name without the .git suffix gets it.
+func (s *Server) URL(repo string) string {
+	if filepath.Ext(repo) != ".git" {
+		repo += ".git"
+	}
+	return "http://" + s.ln.Addr().String() + "/" + repo
+}
+
+// Close stops the server and removes the working clones made by NewRepo and
+// the server's private git home. The bare repositories below root stay.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	clones := s.clones
+	s.clones = nil
+	s.mu.Unlock()
+
+	err := s.srv.Shutdown(context.Background())
+	if serveErr := <-s.done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, fmt.Errorf("serve: %w", serveErr))
+	}
+	for _, dir := range append(clones, s.home) {
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("remove %s: %w", dir, rmErr))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("close git server: %w", err)
+	}
+	return nil
+}

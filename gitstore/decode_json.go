@@ -1,0 +1,164 @@
+package gitstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// decodeJSON decodes every top-level value of a JSON file (usually one; a
+// stream of values is accepted). Numbers become int64 when integral, float64
+// otherwise; duplicate object keys are an error.
+func decodeJSON(data []byte) ([]document, error) {
+	d := &jsonDecoder{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	d.dec.UseNumber()
+	var docs []document
+	for {
+		start := d.nextStart()
+		tok, err := d.dec.Token()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, d.wrap(err)
+		}
+		doc := document{line: d.lineAt(start)}
+		doc.value, err = d.value(tok, func(key string, arr bool) bool { return arr && key == "items" }, &doc.itemLines)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, doc)
+	}
+}
+
+type jsonDecoder struct {
+	data []byte
+	dec  *json.Decoder
+}
+
+// nextStart returns the offset of the next token: the decoder's offset moved
+// past whitespace and separators.
+func (d *jsonDecoder) nextStart() int {
+	off := int(d.dec.InputOffset())
+	for off < len(d.data) {
+		switch d.data[off] {
+		case ' ', '\t', '\r', '\n', ',', ':':
+			off++
+			continue
+		}
+		break
+	}
+	return off
+}
+
+func (d *jsonDecoder) lineAt(off int) int {
+	if off > len(d.data) {
+		off = len(d.data)
+	}
+	return bytes.Count(d.data[:off], []byte("\n")) + 1
+}
+
+// wrap gives a decoding error the line it happened at.
+func (d *jsonDecoder) wrap(err error) error {
+	var le *lineError
+	if errors.As(err, &le) {
+		return err
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return &lineError{line: d.lineAt(int(se.Offset)), err: se}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		end := len(bytes.TrimRight(d.data, " \t\r\n"))
+		return &lineError{line: d.lineAt(max(end-1, 0)), err: errors.New("unexpected end of JSON input")}
+	}
+	return &lineError{line: d.lineAt(int(d.dec.InputOffset())), err: err}
+}
+
+// value builds the value that starts with tok. When track reports true for a
+// member of the top-level object, the lines of that array's elements are
+// stored in lines.
+func (d *jsonDecoder) value(tok json.Token, track func(key string, arr bool) bool, lines *[]int) (any, error) {
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			return d.object(track, lines)
+		case '[':
+			return d.array(lines)
+		}
+		return nil, d.wrap(fmt.Errorf("unexpected %q", t))
+	case json.Number:
+		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil {
+			return i, nil
+		}
+		f, err := t.Float64()
+		if err != nil {
+			return nil, d.wrap(fmt.Errorf("number %s: %w", t, err))
+		}
+		return f, nil
+	default: // string, bool, nil
+		return t, nil
+	}
+}
+
+func (d *jsonDecoder) object(track func(string, bool) bool, lines *[]int) (map[string]any, error) {
+	out := map[string]any{}
+	for {
+		start := d.nextStart()
+		tok, err := d.dec.Token()
+		if err != nil {
+			return nil, d.wrap(err)
+		}
+		if tok == json.Delim('}') {
+			return out, nil
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, d.wrap(fmt.Errorf("object key %v is not a string", tok))
+		}
+		if _, dup := out[key]; dup {
+			return nil, &lineError{line: d.lineAt(start), err: fmt.Errorf("duplicate map key %q", key)}
+		}
+		tok, err = d.dec.Token()
+		if err != nil {
+			return nil, d.wrap(err)
+		}
+		var itemLines *[]int
+		if track != nil && track(key, tok == json.Delim('[')) {
+			itemLines = lines
+		}
+		v, err := d.value(tok, nil, itemLines)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = v
+	}
+}
+
+// array decodes an array; when lines is not nil it receives the line of
+// every element.
+func (d *jsonDecoder) array(lines *[]int) ([]any, error) {
+	out := []any{}
+	for {
+		start := d.nextStart()
+		tok, err := d.dec.Token()
+		if err != nil {
+			return nil, d.wrap(err)
+		}
+		if tok == json.Delim(']') {
+			return out, nil
+		}
+		if lines != nil {
+			*lines = append(*lines, d.lineAt(start))
+		}
+		v, err := d.value(tok, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+}

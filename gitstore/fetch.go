@@ -1,0 +1,288 @@
+package gitstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/go-logr/logr"
+)
+
+// Auth holds credentials for an HTTP(S) remote. A BearerToken, when set,
+// wins over Username and Password.
+type Auth struct{ Username, Password, BearerToken string }
+
+// Request says what to fetch.
+type Request struct {
+	URL string
+	// Ref is a branch name, a tag name, a full reference name (refs/...) or a
+	// full 40-hex commit SHA; empty means the remote's HEAD.
+	Ref string
+	// Path is the folder to render, relative to the repository root; "" and
+	// "." are the root.
+	Path string
+	Auth *Auth
+}
+
+// FetchError is a failure to reach the remote, authenticate, resolve the
+// ref or fetch objects. It is transient: the caller retries.
+type FetchError struct {
+	URL string
+	Err error
+}
+
+func (e *FetchError) Error() string { return fmt.Sprintf("fetch %s: %v", redactURL(e.URL), e.Err) }
+func (e *FetchError) Unwrap() error { return e.Err }
+
+// Fetcher fetches revisions with go-git into bare repositories below a
+// cache folder and renders them into Snapshots. Fetching the same (URL,
+// Path) again costs one ref listing as long as the resolved revision does
+// not change. It is safe for concurrent use; calls for the same URL are
+// serialized.
+type Fetcher struct {
+	cacheDir string
+	log      logr.Logger
+
+	mu    sync.Mutex
+	repos map[string]*remoteRepo // by URL
+}
+
+// remoteRepo is the on-disk cache of one remote and the last result of
+// every path rendered from it. mu serializes fetches of the remote.
+type remoteRepo struct {
+	mu   sync.Mutex
+	repo *git.Repository
+	last map[string]*rendered // by cleaned path
+}
+
+// rendered is the outcome of rendering one path at one revision.
+type rendered struct {
+	revision string
+	snap     *Snapshot
+	err      error // a render error, cached so a bad revision is not rendered again
+}
+
+// NewFetcher returns a Fetcher that keeps its repositories below cacheDir.
+func NewFetcher(cacheDir string, log logr.Logger) *Fetcher {
+	return &Fetcher{cacheDir: cacheDir, log: log, repos: map[string]*remoteRepo{}}
+}
+
+// Fetch resolves req.Ref on the remote and returns the resolved commit SHA
+// and the Snapshot of req.Path at it. When the SHA equals the one of the last
+// successful Fetch of the same URL and Path, that Snapshot is returned
+// without fetching. Errors are a *FetchError (transient) or wrap a
+// *RenderError; with a render error the revision is still returned.
+func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap *Snapshot, err error) {
+	dir := cleanDir(req.Path)
+	rr := f.remote(req.URL)
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+
+	auth := req.Auth.method()
+	hash, refName, err := resolve(ctx, req.URL, req.Ref, auth)
+	if err != nil {
+		return "", nil, &FetchError{URL: req.URL, Err: err}
+	}
+	sha := hash.String()
+	log := f.log.WithValues("url", redactURL(req.URL), "ref", req.Ref, "path", dir, "revision", sha)
+	if last := rr.last[dir]; last != nil && last.revision == sha {
+		log.V(2).Info("revision unchanged")
+		return sha, last.snap, last.err
+	}
+
+	commit, err := f.commit(ctx, rr, req.URL, hash, refName, auth)
+	if err != nil {
+		return "", nil, &FetchError{URL: req.URL, Err: err}
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("read tree of %s: %w", sha, err)}
+	}
+
+	src := Source{URL: req.URL, Revision: sha}
+	objs, err := Render(newTreeFS(tree, commit.Committer.When), dir, src)
+	if err == nil {
+		snap, err = NewSnapshot(req.URL, sha, objs)
+	}
+	if err != nil {
+		var re *RenderError
+		if !errors.As(err, &re) {
+			return sha, nil, fmt.Errorf("render %s at %s: %w", dir, sha, err)
+		}
+		err = fmt.Errorf("render %s at %s: %w", dir, sha, err)
+		rr.last[dir] = &rendered{revision: sha, err: err}
+		log.Info("render failed", "error", err.Error())
+		return sha, nil, err
+	}
+	rr.last[dir] = &rendered{revision: sha, snap: snap}
+	log.V(1).Info("fetched", "objects", len(snap.Objects))
+	return sha, snap, nil
+}
+
+func (f *Fetcher) remote(u string) *remoteRepo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rr := f.repos[u]
+	if rr == nil {
+		rr = &remoteRepo{last: map[string]*rendered{}}
+		f.repos[u] = rr
+	}
+	return rr
+}
+
+func (a *Auth) method() transport.AuthMethod {
+	switch {
+	case a == nil:
+		return nil
+	case a.BearerToken != "":
+		return &githttp.TokenAuth{Token: a.BearerToken}
+	case a.Username != "" || a.Password != "":
+		return &githttp.BasicAuth{Username: a.Username, Password: a.Password}
+	}
+	return nil
+}
+
+// resolve turns ref into a commit SHA, listing the remote's references
+// unless ref already is a SHA. refName is the reference to fetch; it is
+// empty when the SHA itself must be fetched.
+func resolve(ctx context.Context, u, ref string, auth transport.AuthMethod) (plumbing.Hash, plumbing.ReferenceName, error) {
+	if len(ref) == 40 && plumbing.IsHash(ref) {
+		return plumbing.NewHash(ref), "", nil
+	}
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{u}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
+	if err != nil {
+		return plumbing.ZeroHash, "", fmt.Errorf("list references: %w", err)
+	}
+	byName := make(map[plumbing.ReferenceName]*plumbing.Reference, len(refs))
+	for _, r := range refs {
+		byName[r.Name()] = r
+	}
+
+	var candidates []plumbing.ReferenceName
+	switch {
+	case ref == "" || ref == "HEAD":
+		head := byName[plumbing.HEAD]
+		if head == nil {
+			return plumbing.ZeroHash, "", errors.New("remote advertises no HEAD")
+		}
+		if head.Type() == plumbing.SymbolicReference {
+			candidates = []plumbing.ReferenceName{head.Target()}
+			break
+		}
+		// No symref capability: fetch a branch HEAD points at, else the SHA.
+		for _, r := range refs {
+			if r.Name().IsBranch() && r.Hash() == head.Hash() {
+				return r.Hash(), r.Name(), nil
+			}
+		}
+		return head.Hash(), "", nil
+	case strings.HasPrefix(ref, "refs/"):
+		candidates = []plumbing.ReferenceName{plumbing.ReferenceName(ref)}
+	default:
+		candidates = []plumbing.ReferenceName{plumbing.NewBranchReferenceName(ref), plumbing.NewTagReferenceName(ref)}
+	}
+	for _, name := range candidates {
+		r := byName[name]
+		if r == nil || r.Type() != plumbing.HashReference {
+			continue
+		}
+		// An annotated tag is advertised peeled as NAME^{}: use the commit.
+		if peeled := byName[name+"^{}"]; peeled != nil {
+			return peeled.Hash(), name, nil
+		}
+		return r.Hash(), name, nil
+	}
+	return plumbing.ZeroHash, "", fmt.Errorf("reference %q not found on the remote", ref)
+}
+
+// commit returns the commit hash from the cache repository, fetching it
+// first when it is not there yet.
+func (f *Fetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash plumbing.Hash, refName plumbing.ReferenceName, auth transport.AuthMethod) (*object.Commit, error) {
+	if rr.repo == nil {
+		repo, err := f.openCache(u)
+		if err != nil {
+			return nil, err
+		}
+		rr.repo = repo
+	}
+	if c, err := rr.repo.CommitObject(hash); err == nil {
+		return c, nil
+	}
+
+	opts := &git.FetchOptions{RemoteName: cacheRemote, RemoteURL: u, Auth: auth, Depth: 1, Tags: git.NoTags, Force: true}
+	if refName != "" {
+		opts.RefSpecs = []config.RefSpec{config.RefSpec("+" + refName + ":" + refName)}
+	} else {
+		opts.RefSpecs = []config.RefSpec{config.RefSpec(hash.String() + ":refs/driftguard/" + hash.String())}
+	}
+	err := rr.repo.FetchContext(ctx, opts)
+	if errors.Is(err, git.ErrExactSHA1NotSupported) {
+		// The server does not let us ask for a commit by SHA: fetch every
+		// branch and tag in full and look for it there.
+		opts.Depth = 0
+		opts.RefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
+		err = rr.repo.FetchContext(ctx, opts)
+	}
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil, fmt.Errorf("fetch %s: %w", hash, err)
+	}
+	c, err := rr.repo.CommitObject(hash)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s after fetch: %w", hash, err)
+	}
+	return c, nil
+}
+
+const cacheRemote = "origin"
+
+// openCache opens, or creates, the bare cache repository of u.
+func (f *Fetcher) openCache(u string) (*git.Repository, error) {
+	sum := sha256.Sum256([]byte(u))
+	dir := filepath.Join(f.cacheDir, hex.EncodeToString(sum[:16])+".git")
+	repo, err := git.PlainOpen(dir)
+	switch {
+	case errors.Is(err, git.ErrRepositoryNotExists):
+		if err := os.MkdirAll(f.cacheDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create cache folder %s: %w", f.cacheDir, err)
+		}
+		if repo, err = git.PlainInit(dir, true); err != nil {
+			return nil, fmt.Errorf("init cache %s: %w", dir, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("open cache %s: %w", dir, err)
+	}
+	// Fetch needs a configured remote; its URL is also given per fetch.
+	if _, err := repo.Remote(cacheRemote); errors.Is(err, git.ErrRemoteNotFound) {
+		_, err = repo.CreateRemote(&config.RemoteConfig{Name: cacheRemote, URLs: []string{u}})
+		if err != nil {
+			return nil, fmt.Errorf("configure cache %s: %w", dir, err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("open cache %s: %w", dir, err)
+	}
+	return repo, nil
+}
+
+// redactURL hides the password of a URL with credentials.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	return p.Redacted()
+}

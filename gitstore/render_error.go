@@ -1,0 +1,35 @@
+package gitstore
+
+import "fmt"
+
+// RenderError is a problem with the content of the repository: a manifest
+// that does not parse, lacks a required field, or collides with another.
+// Retrying the same revision gives the same error.
+type RenderError struct {
+	Path string // slash-separated, relative to the repository root
+	Line int    // 1-based; 0 when unknown
+	Err  error
+}
+
+func (e *RenderError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Path, e.Err)
+}
+
+func (e *RenderError) Unwrap() error { return e.Err }
+
+// lineError is an error at a line of the file being decoded; render turns it
+// into a RenderError with the file's path.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+func (e *lineError) Unwrap() error { return e.err }
+
+func errAt(line int, format string, args ...any) error {
+	return &lineError{line: line, err: fmt.Errorf(format, args...)}
+}

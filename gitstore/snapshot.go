@@ -1,0 +1,86 @@
+package gitstore
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Source says where in Git an object comes from.
+type Source struct {
+	URL      string `json:"url"`
+	Revision string `json:"revision"`
+	Path     string `json:"path"` // file path relative to the repository root, slash-separated
+	Line     int    `json:"line"` // 1-based line where the object's document starts
+}
+
+// Object is one rendered manifest and where it comes from.
+type Object struct {
+	Key    ObjectKey
+	Obj    *unstructured.Unstructured // JSON-compatible values only
+	Source Source
+}
+
+// Snapshot is the immutable desired state of one revision. Callers must not
+// modify it or the objects it holds.
+type Snapshot struct {
+	URL, Revision string
+	Objects       []*Object // in file order (sorted by path, then document order)
+
+	byKey map[ObjectKey]*Object
+	kinds []schema.GroupVersionKind
+}
+
+// NewSnapshot indexes objs by key. Two objects with the same key are a
+// *RenderError at the second one that names both places.
+func NewSnapshot(url, revision string, objs []*Object) (*Snapshot, error) {
+	s := &Snapshot{URL: url, Revision: revision, Objects: objs, byKey: make(map[ObjectKey]*Object, len(objs))}
+	seen := map[schema.GroupVersionKind]bool{}
+	for i, o := range objs {
+		if o == nil || o.Obj == nil {
+			return nil, fmt.Errorf("new snapshot: object %d is nil", i)
+		}
+		if prev, dup := s.byKey[o.Key]; dup {
+			return nil, &RenderError{
+				Path: o.Source.Path,
+				Line: o.Source.Line,
+				Err:  fmt.Errorf("duplicate object %s, first defined at %s:%d", o.Key, prev.Source.Path, prev.Source.Line),
+			}
+		}
+		s.byKey[o.Key] = o
+		gvk := o.Obj.GroupVersionKind()
+		if !seen[gvk] {
+			seen[gvk] = true
+			s.kinds = append(s.kinds, gvk)
+		}
+	}
+	sortGVKs(s.kinds)
+	return s, nil
+}
+
+// Get returns the object with key k.
+func (s *Snapshot) Get(k ObjectKey) (*Object, bool) {
+	o, ok := s.byKey[k]
+	return o, ok
+}
+
+// Kinds returns the distinct GroupVersionKinds of the snapshot, sorted by
+// group, version and kind. The slice is a copy.
+func (s *Snapshot) Kinds() []schema.GroupVersionKind {
+	return slices.Clone(s.kinds)
+}
+
+func sortGVKs(gvks []schema.GroupVersionKind) {
+	slices.SortFunc(gvks, func(a, b schema.GroupVersionKind) int {
+		if c := strings.Compare(a.Group, b.Group); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Version, b.Version); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Kind, b.Kind)
+	})
+}

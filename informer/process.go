@@ -1,0 +1,226 @@
+package informer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/policy"
+)
+
+func (w *Watcher) processNext(ctx context.Context) bool {
+	it, shutdown := w.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.queue.Done(it)
+	if err := w.handle(ctx, it); err != nil {
+		w.Log.Error(err, "self-heal failed; retrying with backoff", "object", it.key().String())
+		w.queue.AddRateLimited(it)
+		return true
+	}
+	w.queue.Forget(it)
+	return true
+}
+
+// handle compares the cached live object with Git and acts on a difference.
+func (w *Watcher) handle(ctx context.Context, it item) error {
+	guard, want, ok := w.Store.Lookup(it.key())
+	if !ok {
+		w.state.clear(it)
+		return nil
+	}
+	w.mu.Lock()
+	ki := w.informers[it.gvk]
+	w.mu.Unlock()
+	if ki == nil {
+		return nil
+	}
+	live := getCached(ki.informer, it.namespace, it.name)
+	seen := time.Now()
+
+	var changes []drift.Change
+	operation := "DRIFT"
+	if live == nil {
+		operation = "DELETE"
+	} else {
+		changes = drift.Compare(want.Obj.Object, live.Object, drift.Options{})
+		if len(changes) == 0 {
+			w.state.clear(it)
+			return nil
+		}
+		if w.state.alreadyReverted(it, live.GetResourceVersion()) {
+			// This is the state we reverted from; our write's event is on its way.
+			return nil
+		}
+	}
+	w.state.mark(it, guard)
+
+	who := attribute(live)
+	decision := w.decide(ctx, guard, want, live, changes, who, operation)
+	rec := audit.Record{
+		Type: audit.Drift, Guard: guard, User: who.user, Manager: who.manager, Operation: operation,
+		Object: auditObject(want), Fields: auditFields(changes), Action: string(decision.Action),
+		Reason: decision.Reason, Rule: decision.Rule, Source: auditSource(want.Source),
+	}
+	w.Audit.Log(ctx, rec)
+
+	if !w.Settings.SelfHeal(guard) || (decision.Action != policy.Revert && decision.Action != policy.Deny) {
+		return nil
+	}
+	if err := w.Reverter.Revert(ctx, want.Obj); err != nil {
+		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, Operation: "REVERT", Object: rec.Object,
+			Source: rec.Source, Error: err.Error()})
+		return err
+	}
+	if live != nil {
+		w.state.reverted(it, live.GetResourceVersion())
+	}
+	typ := audit.Revert
+	if live == nil {
+		typ = audit.Recreate
+	}
+	w.Audit.Log(ctx, audit.Record{Type: typ, Guard: guard, User: who.user, Manager: who.manager, Operation: operation,
+		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Source: rec.Source,
+		DurationMS: float64(time.Since(seen).Microseconds()) / 1000})
+	return nil
+}
+
+func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured, changes []drift.Change, who attribution, operation string) policy.Decision {
+	if w.Policy == nil {
+		return policy.Decision{Action: policy.Revert, Reason: "no policy configured", Rule: "self-heal"}
+	}
+	in := policy.Input{
+		Operation: "DRIFT",
+		User:      policy.User{Username: who.user},
+		Resource:  policyResource(want),
+		Desired:   drift.RedactObject(want.Obj.Object),
+		Drift:     policyChanges(changes),
+		Source:    policy.Source(want.Source),
+		Guard:     guard,
+	}
+	if operation == "DELETE" {
+		in.Drift = []policy.Change{{Path: "", Desired: "present", Live: nil}}
+	}
+	if live != nil {
+		in.Object = drift.RedactObject(live.Object)
+		in.Annotations = live.GetAnnotations()
+	}
+	d, err := w.Policy.Decide(ctx, in)
+	if err != nil {
+		w.Log.Error(err, "policy failed on drift; reverting", "object", want.Key.String())
+		return policy.Decision{Action: policy.Revert, Reason: "policy error: " + err.Error(), Rule: "policy-error"}
+	}
+	return d
+}
+
+// attribution says who last changed an object, from its managed fields: the
+// newest entry of a manager other than the guard.
+type attribution struct {
+	user    string
+	manager string
+}
+
+func attribute(live *unstructured.Unstructured) attribution {
+	if live == nil {
+		return attribution{user: "unknown", manager: "unknown"}
+	}
+	var best attribution
+	var bestTime time.Time
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == "driftguard" || mf.Time == nil {
+			continue
+		}
+		if t := mf.Time.Time; best.manager == "" || t.After(bestTime) {
+			best, bestTime = attribution{manager: mf.Manager, user: mf.Manager}, t
+		}
+	}
+	if best.manager == "" {
+		best = attribution{user: "unknown", manager: "unknown"}
+	}
+	return best
+}
+
+func policyResource(o *gitstore.Object) policy.Resource {
+	gvk := o.Obj.GroupVersionKind()
+	return policy.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
+}
+
+func policyChanges(cs []drift.Change) []policy.Change {
+	out := make([]policy.Change, len(cs))
+	for i, c := range cs {
+		out[i] = policy.Change{Path: c.Path, Desired: c.Desired, Live: c.Live}
+	}
+	return out
+}
+
+func auditFields(cs []drift.Change) []audit.Field {
+	out := make([]audit.Field, len(cs))
+	for i, c := range cs {
+		out[i] = audit.Field{Path: c.Path, Desired: c.Desired, Live: c.Live}
+	}
+	return out
+}
+
+func auditObject(o *gitstore.Object) audit.Object {
+	gvk := o.Obj.GroupVersionKind()
+	return audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
+}
+
+func auditSource(s gitstore.Source) *audit.Source {
+	return &audit.Source{URL: s.URL, Revision: s.Revision, Path: s.Path, Line: s.Line}
+}
+
+// driftState remembers which objects differ from Git, and the live state each
+// revert started from, so that a stale cache does not revert twice.
+type driftState struct {
+	mu       sync.Mutex
+	drifted  map[item]string // item -> guard
+	revertRV map[item]string
+}
+
+func newDriftState() *driftState {
+	return &driftState{drifted: map[item]string{}, revertRV: map[item]string{}}
+}
+
+func (s *driftState) mark(it item, guard string) {
+	s.mu.Lock()
+	s.drifted[it] = guard
+	s.mu.Unlock()
+}
+
+func (s *driftState) clear(it item) {
+	s.mu.Lock()
+	delete(s.drifted, it)
+	delete(s.revertRV, it)
+	s.mu.Unlock()
+}
+
+func (s *driftState) reverted(it item, rv string) {
+	s.mu.Lock()
+	s.revertRV[it] = rv
+	s.mu.Unlock()
+}
+
+func (s *driftState) alreadyReverted(it item, rv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return rv != "" && s.revertRV[it] == rv
+}
+
+func (s *driftState) count(guard string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, g := range s.drifted {
+		if g == guard {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,266 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/policy"
+)
+
+// Reverter puts a desired object back into the cluster.
+type Reverter interface {
+	Revert(ctx context.Context, desired *unstructured.Unstructured) error
+}
+
+// Decider is the policy asked what to do about a drift.
+type Decider interface {
+	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
+}
+
+// Settings tells, per guard, whether drift is reverted.
+type Settings interface {
+	SelfHeal(guard string) bool
+}
+
+// Watcher runs one informer per managed kind and a work queue that compares
+// and reverts.
+type Watcher struct {
+	Dynamic  dynamic.Interface
+	Mapper   meta.RESTMapper
+	Store    *gitstore.Store
+	Reverter Reverter
+	Policy   Decider
+	Settings Settings
+	Audit    *audit.Logger
+	// LabelKey selects managed objects; only objects carrying it are cached.
+	LabelKey string
+	// Workers process the queue in parallel; each object is handled by one at a time.
+	Workers int
+	Log     logr.Logger
+
+	mu        sync.Mutex
+	informers map[schema.GroupVersionKind]*kindInformer
+	queue     workqueue.TypedRateLimitingInterface[item]
+	resync    chan struct{}
+	state     *driftState
+}
+
+type kindInformer struct {
+	gvr      schema.GroupVersionResource
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+}
+
+// item is one object in the work queue.
+type item struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+	name      string
+}
+
+func (it item) key() gitstore.ObjectKey {
+	return gitstore.ObjectKey{Group: it.gvk.Group, Kind: it.gvk.Kind, Namespace: it.namespace, Name: it.name}
+}
+
+// Start runs the watcher until ctx ends; it implements manager.Runnable.
+func (w *Watcher) Start(ctx context.Context) error {
+	w.mu.Lock()
+	w.informers = map[schema.GroupVersionKind]*kindInformer{}
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[item](20*time.Millisecond, 30*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[item]{Name: "driftguard_drift"})
+	w.resync = make(chan struct{}, 1)
+	w.state = newDriftState()
+	w.mu.Unlock()
+	w.Store.Subscribe(w.kick)
+	w.kick()
+
+	workers := w.Workers
+	if workers <= 0 {
+		workers = 4
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for w.processNext(ctx) {
+			}
+		})
+	}
+	w.syncLoop(ctx)
+	w.queue.ShutDown()
+	wg.Wait()
+	w.mu.Lock()
+	for _, ki := range w.informers {
+		ki.stop()
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// kick asks the sync loop to start and stop informers for the store's kinds.
+func (w *Watcher) kick() {
+	select {
+	case w.resync <- struct{}{}:
+	default:
+	}
+}
+
+// syncLoop keeps one informer per kind in the store. Kinds whose definition
+// is not served yet (a CRD applied in the same revision) are tried again.
+func (w *Watcher) syncLoop(ctx context.Context) {
+	retry := time.NewTicker(5 * time.Second)
+	defer retry.Stop()
+	for {
+		w.syncInformers(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.resync:
+		case <-retry.C:
+		}
+	}
+}
+
+func (w *Watcher) syncInformers(ctx context.Context) {
+	want := map[schema.GroupVersionKind]bool{}
+	for _, gvk := range w.Store.Kinds() {
+		want[gvk] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for gvk, ki := range w.informers {
+		if !want[gvk] {
+			ki.stop()
+			delete(w.informers, gvk)
+			w.Log.Info("stopped watching kind", "kind", gvk.String())
+		}
+	}
+	for gvk := range want {
+		if _, ok := w.informers[gvk]; ok {
+			continue
+		}
+		ki, err := w.newInformer(ctx, gvk)
+		if err != nil {
+			w.Log.V(1).Info("cannot watch kind yet", "kind", gvk.String(), "error", err.Error())
+			continue
+		}
+		w.informers[gvk] = ki
+		w.Log.Info("watching kind", "kind", gvk.String(), "resource", ki.gvr.String())
+	}
+}
+
+func (w *Watcher) newInformer(ctx context.Context, gvk schema.GroupVersionKind) (*kindInformer, error) {
+	mapping, err := w.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			if rm, ok := w.Mapper.(meta.ResettableRESTMapper); ok {
+				rm.Reset()
+			}
+		}
+		return nil, fmt.Errorf("map %s: %w", gvk, err)
+	}
+	label := w.LabelKey
+	inf := dynamicinformer.NewFilteredDynamicInformer(w.Dynamic, mapping.Resource, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = label }).Informer()
+	if err := inf.SetTransform(stripForCache); err != nil {
+		return nil, fmt.Errorf("informer for %s: %w", gvk, err)
+	}
+	enqueue := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		o, ok := obj.(metav1.Object)
+		if !ok {
+			return
+		}
+		w.queue.Add(item{gvk: gvk, namespace: o.GetNamespace(), name: o.GetName()})
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, n any) { enqueue(n) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		return nil, fmt.Errorf("informer for %s: %w", gvk, err)
+	}
+	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		w.Log.Info("watch error; the informer retries with backoff", "kind", gvk.String(), "error", err.Error())
+	}); err != nil {
+		return nil, fmt.Errorf("informer for %s: %w", gvk, err)
+	}
+	ictx, cancel := context.WithCancel(ctx)
+	go inf.RunWithContext(ictx)
+	return &kindInformer{gvr: mapping.Resource, informer: inf, stop: cancel}, nil
+}
+
+// Live returns the cached live object; known is false when the kind is not
+// watched or its cache has not synced yet. It implements reconcile.LiveLookup.
+func (w *Watcher) Live(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool) {
+	w.mu.Lock()
+	ki, ok := w.informers[gvk]
+	w.mu.Unlock()
+	if !ok || !ki.informer.HasSynced() {
+		return nil, false
+	}
+	return getCached(ki.informer, namespace, name), true
+}
+
+func getCached(inf cache.SharedIndexInformer, namespace, name string) *unstructured.Unstructured {
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, exists, err := inf.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return nil
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	return u
+}
+
+// Drifted returns how many objects of the guard differ from Git right now.
+func (w *Watcher) Drifted(guard string) int {
+	w.mu.Lock()
+	st := w.state
+	w.mu.Unlock()
+	if st == nil {
+		return 0
+	}
+	return st.count(guard)
+}
+
+// stripForCache drops what the comparison never reads, to keep the cache small:
+// the field sets of managed fields (manager, operation and time stay, for
+// attribution) and the last-applied annotation.
+func stripForCache(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	if mf := u.GetManagedFields(); len(mf) > 0 {
+		for i := range mf {
+			mf[i].FieldsV1 = nil
+		}
+		u.SetManagedFields(mf)
+	}
+	if ann := u.GetAnnotations(); ann != nil {
+		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+			u.SetAnnotations(ann)
+		}
+	}
+	return u, nil
+}

@@ -1,0 +1,28 @@
+package policy
+
+import (
+	"embed"
+	"io/fs"
+	"path"
+)
+
+//go:embed default/*.rego
+var defaultFS embed.FS
+
+// DefaultModules returns the embedded default policy, file name -> source,
+// including its tests (decision_test.rego); Load skips the tests.
+func DefaultModules() map[string]string {
+	entries, err := fs.ReadDir(defaultFS, "default")
+	if err != nil {
+		panic("policy: embedded default policy missing: " + err.Error()) // cannot happen: go:embed checked it
+	}
+	modules := make(map[string]string, len(entries))
+	for _, ent := range entries {
+		src, err := fs.ReadFile(defaultFS, path.Join("default", ent.Name()))
+		if err != nil {
+			panic("policy: read embedded " + ent.Name() + ": " + err.Error())
+		}
+		modules[ent.Name()] = string(src)
+	}
+	return modules
+}

@@ -1,0 +1,456 @@
+// Package policy decides, with an OPA Rego policy, what happens to a manual
+// change to an object that driftguard manages from Git: deny it, let it
+// through and revert it, allow it (break-glass, accepted drift) or warn.
+//
+// An Engine prepares the query data.driftguard.decision once per policy
+// revision and evaluates it per request. A policy that does not compile is
+// rejected with an error naming file:line:col and the last good policy keeps
+// serving. The package knows nothing about HTTP or Kubernetes clients.
+package policy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown/print"
+)
+
+// DecisionQuery is the query every policy must answer.
+const DecisionQuery = "data.driftguard.decision"
+
+var (
+	decisionRef   = ast.MustParseRef(DecisionQuery)
+	decisionQuery = ast.MustParseBody(DecisionQuery)
+)
+
+// Engine evaluates the loaded policy. It is safe for concurrent use: Decide
+// never blocks on Load, which swaps a newly prepared policy in atomically.
+type Engine struct {
+	log   logr.Logger
+	store storage.Store // holds data.driftguard.config; shared by all revisions
+
+	loadMu sync.Mutex // serializes Load, LoadDir and Watch
+	cur    atomic.Pointer[prepared]
+}
+
+// prepared is one policy revision, compiled and ready to evaluate.
+type prepared struct {
+	query    rego.PreparedEvalQuery
+	revision string
+}
+
+// NewEngine returns an engine serving the embedded default policy, with cfg
+// visible to Rego as data.driftguard.config.
+func NewEngine(cfg Config, log logr.Logger) *Engine {
+	e := &Engine{
+		log:   log,
+		store: inmem.NewFromObjectWithOpts(configData(cfg), inmem.OptReturnASTValuesOnRead(true)),
+	}
+	if err := e.load(DefaultModules(), "", "default-"); err != nil {
+		// The embedded policy is tested; this means a broken build. Decide
+		// reports "no policy loaded" until a good policy is loaded.
+		log.Error(err, "embedded default policy does not load")
+	}
+	return e
+}
+
+func configData(cfg Config) map[string]any {
+	nonNil := func(ss []string) []string {
+		if ss == nil {
+			return []string{}
+		}
+		return ss
+	}
+	return map[string]any{
+		"driftguard": map[string]any{
+			"config": map[string]any{
+				"guardUsers":       nonNil(cfg.GuardUsers),
+				"breakGlassGroups": nonNil(cfg.BreakGlassGroups),
+			},
+		},
+	}
+}
+
+// Revision names the policy being served: a short sha256 of its sources,
+// prefixed "default-" for the embedded policy. It is empty only when no
+// policy could be loaded at all.
+func (e *Engine) Revision() string {
+	if p := e.cur.Load(); p != nil {
+		return p.revision
+	}
+	return ""
+}
+
+// Load compiles modules (file name -> Rego source, Rego v1; names ending in
+// _test.rego are skipped), prepares data.driftguard.decision and swaps the
+// result in. On error the previously loaded policy keeps serving; a policy
+// that does not parse or compile yields a *CompileError.
+func (e *Engine) Load(modules map[string]string) error {
+	return e.load(modules, "", "")
+}
+
+// LoadDir loads every *.rego file under dir, recursively, except *_test.rego
+// and hidden files and directories (so that the ..data and timestamped
+// directories of a mounted ConfigMap are not read twice). Errors name files
+// by their path under dir.
+func (e *Engine) LoadDir(dir string) error {
+	modules, err := readDir(dir)
+	if err != nil {
+		return err
+	}
+	return e.load(modules, dir, "")
+}
+
+func (e *Engine) load(modules map[string]string, baseDir, revPrefix string) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+
+	display := func(name string) string {
+		if baseDir == "" || name == "" {
+			return name
+		}
+		return filepath.Join(baseDir, filepath.FromSlash(name))
+	}
+
+	names := policyNames(modules)
+	if len(names) == 0 {
+		where := "the given modules"
+		if baseDir != "" {
+			where = baseDir
+		}
+		return fmt.Errorf("load policy: no Rego policy files (other than *_test.rego) in %s", where)
+	}
+
+	parsed := make(map[string]*ast.Module, len(names))
+	var parseErrs ast.Errors
+	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true}
+	for _, name := range names {
+		m, err := ast.ParseModuleWithOpts(name, modules[name], opts)
+		if err != nil {
+			parseErrs = append(parseErrs, parseErrors(name, err)...)
+			continue
+		}
+		if m == nil { // only comments or whitespace
+			parseErrs = append(parseErrs, &ast.Error{
+				Code:     ast.ParseErr,
+				Message:  "empty module: a policy file needs a package declaration",
+				Location: &ast.Location{File: name, Row: 1, Col: 1},
+			})
+			continue
+		}
+		parsed[name] = m
+	}
+	if len(parseErrs) > 0 {
+		return compileErrorFrom(parseErrs, display)
+	}
+
+	ctx := context.Background()
+	txn, err := e.store.NewTransaction(ctx)
+	if err != nil {
+		return fmt.Errorf("load policy: open store transaction: %w", err)
+	}
+	defer e.store.Abort(ctx, txn)
+
+	compiler := ast.NewCompiler().
+		WithDefaultRegoVersion(ast.RegoV1).
+		WithEnablePrintStatements(true).
+		WithPathConflictsCheck(storage.NonEmpty(ctx, e.store, txn))
+	if compiler.Compile(parsed); compiler.Failed() {
+		return compileErrorFrom(compiler.Errors, display)
+	}
+	if len(compiler.GetRules(decisionRef)) == 0 {
+		return fmt.Errorf("load policy: no rule defines %s (package driftguard, rule decision)", DecisionQuery)
+	}
+
+	revision := revPrefix + sourceHash(modules, names)
+	pq, err := rego.New(
+		rego.ParsedQuery(decisionQuery),
+		rego.Compiler(compiler),
+		rego.Store(e.store),
+		rego.EnablePrintStatements(true),
+		rego.PrintHook(printHook{log: e.log, revision: revision}),
+	).PrepareForEval(ctx)
+	if err != nil {
+		return fmt.Errorf("load policy %s: prepare %s: %w", revision, DecisionQuery, err)
+	}
+
+	prev := e.cur.Swap(&prepared{query: pq, revision: revision})
+	kv := []any{"revision", revision, "modules", len(names)}
+	if baseDir != "" {
+		kv = append(kv, "dir", baseDir)
+	}
+	if prev != nil {
+		kv = append(kv, "previous", prev.revision)
+	}
+	e.log.Info("policy loaded", kv...)
+	return nil
+}
+
+// parseErrors makes sure every parse error of module name carries a location.
+func parseErrors(name string, err error) ast.Errors {
+	var errs ast.Errors
+	var one *ast.Error
+	switch {
+	case errors.As(err, &errs):
+	case errors.As(err, &one):
+		errs = ast.Errors{one}
+	default:
+		errs = ast.Errors{ast.NewError(ast.ParseErr, nil, "%v", err)}
+	}
+	for _, e := range errs {
+		if e.Location == nil {
+			e.Location = &ast.Location{}
+		}
+		if e.Location.File == "" {
+			e.Location.File = name
+		}
+		if e.Location.Row == 0 { // e.g. "empty module": point at the top of the file
+			e.Location.Row, e.Location.Col = 1, 1
+		}
+	}
+	return errs
+}
+
+// policyNames returns the sorted module names that are not tests.
+func policyNames(modules map[string]string) []string {
+	names := make([]string, 0, len(modules))
+	for name := range modules {
+		if !isTestFile(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func isTestFile(name string) bool { return strings.HasSuffix(name, "_test.rego") }
+
+// sourceHash is a short, stable digest of the named modules.
+func sourceHash(modules map[string]string, names []string) string {
+	h := sha256.New()
+	for _, name := range names {
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		h.Write([]byte(modules[name]))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// readDir reads the non-test policy files under dir, keyed by slash path
+// relative to dir.
+func readDir(dir string) (map[string]string, error) {
+	modules := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), ".rego") || isTestFile(d.Name()) {
+			return nil
+		}
+		fi, err := os.Stat(path) // follows symlinks, as in a mounted ConfigMap
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		modules[filepath.ToSlash(rel)] = string(src)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read policy dir %s: %w", dir, err)
+	}
+	return modules, nil
+}
+
+// Decide evaluates the loaded policy for in. It returns an error, naming the
+// policy revision, when the policy fails, yields no decision, several, or one
+// of the wrong shape; it does not panic.
+func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
+	p := e.cur.Load()
+	if p == nil {
+		return Decision{}, errors.New("policy: no policy loaded")
+	}
+	if err := ctx.Err(); err != nil {
+		return Decision{}, fmt.Errorf("policy %s: %w", p.revision, err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			d, err = Decision{}, fmt.Errorf("policy %s: evaluation panicked: %v", p.revision, r)
+		}
+	}()
+	val, err := inputValue(&in)
+	if err != nil {
+		return Decision{}, fmt.Errorf("policy %s: convert input: %w", p.revision, err)
+	}
+	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(val))
+	if err != nil {
+		return Decision{}, fmt.Errorf("policy %s: evaluate %s: %w", p.revision, DecisionQuery, err)
+	}
+	d, err = decisionFrom(rs)
+	if err != nil {
+		return Decision{}, fmt.Errorf("policy %s: %w", p.revision, err)
+	}
+	return d, nil
+}
+
+func decisionFrom(rs rego.ResultSet) (Decision, error) {
+	switch {
+	case len(rs) == 0 || len(rs[0].Expressions) == 0:
+		return Decision{}, fmt.Errorf("no decision: %s is undefined for this input", DecisionQuery)
+	case len(rs) > 1 || len(rs[0].Expressions) > 1:
+		return Decision{}, fmt.Errorf("several decisions: %s yielded %d results", DecisionQuery, len(rs))
+	}
+	switch v := rs[0].Expressions[0].Value.(type) {
+	case map[string]any:
+		return decisionFromObject(v)
+	case []any:
+		if len(v) == 0 {
+			return Decision{}, fmt.Errorf("no decision: %s is an empty collection", DecisionQuery)
+		}
+		return Decision{}, fmt.Errorf("several decisions: %s is a collection of %d values, want one object", DecisionQuery, len(v))
+	default:
+		return Decision{}, fmt.Errorf("wrong shape: %s is %s, want an object {\"action\", \"reason\"}", DecisionQuery, jsonKind(v))
+	}
+}
+
+func decisionFromObject(obj map[string]any) (Decision, error) {
+	raw, ok := obj["action"]
+	if !ok {
+		return Decision{}, fmt.Errorf("wrong shape: %s has no action", DecisionQuery)
+	}
+	s, ok := raw.(string)
+	if !ok {
+		return Decision{}, fmt.Errorf("wrong shape: %s action is %s, want a string", DecisionQuery, jsonKind(raw))
+	}
+	d := Decision{Action: Action(s)}
+	if !d.Action.Valid() {
+		return Decision{}, fmt.Errorf("wrong shape: %s has unknown action %q (want deny, revert, allow or warn)", DecisionQuery, s)
+	}
+	for key, dst := range map[string]*string{"reason": &d.Reason, "rule": &d.Rule} {
+		raw, ok := obj[key]
+		if !ok {
+			continue
+		}
+		s, ok := raw.(string)
+		if !ok {
+			return Decision{}, fmt.Errorf("wrong shape: %s %s is %s, want a string", DecisionQuery, key, jsonKind(raw))
+		}
+		*dst = s
+	}
+	return d, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	default:
+		return "a number"
+	}
+}
+
+// Watch polls dir every interval (10s when every <= 0) until ctx is done.
+// When the policy files change, and have stayed the same for one more poll
+// (so that a file caught half-written is not loaded), it loads them as
+// LoadDir does; errors are logged once per distinct content and the last
+// good policy keeps serving. It blocks; run it in a goroutine.
+func (e *Engine) Watch(ctx context.Context, dir string, every time.Duration) {
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	log := e.log.WithValues("dir", dir)
+	var (
+		handled = e.Revision() // equal to the dir's hash if LoadDir(dir) already ran
+		pending string         // content seen on the previous poll, not yet handled
+	)
+	check := func() {
+		modules, err := readDir(dir)
+		seen := "error: "
+		if err == nil {
+			seen = sourceHash(modules, policyNames(modules))
+		} else {
+			seen += err.Error()
+		}
+		if seen == handled {
+			pending = ""
+			return
+		}
+		if seen != pending {
+			pending = seen
+			return
+		}
+		handled, pending = seen, ""
+		if err == nil {
+			err = e.load(modules, dir, "")
+		}
+		if err != nil {
+			log.Error(err, "policy not loaded; keeping the last good policy", "revision", e.Revision())
+		}
+	}
+	check()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			check()
+		}
+	}
+}
+
+// printHook sends Rego print() output to the log at V(1).
+type printHook struct {
+	log      logr.Logger
+	revision string
+}
+
+func (h printHook) Print(pctx print.Context, msg string) error {
+	kv := []any{"revision", h.revision, "msg", msg}
+	if pctx.Location != nil {
+		kv = append(kv, "location", pctx.Location.String())
+	}
+	h.log.V(1).Info("policy print", kv...)
+	return nil
+}

@@ -1,0 +1,172 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"sigs.k8s.io/yaml"
+)
+
+// Test runs the Rego unit tests (rules named test_*) of the policy in dir, as
+// `opa test` does, and writes one PASS, FAIL, ERROR or SKIP line per test and
+// a summary to w. verbose adds print() output and, for failures, a trace.
+// Data files in dir (data.json, data.yaml) are loaded as with `opa test`.
+// err is set when the policy does not load or compile, when w fails, or when
+// dir holds no tests; failing tests only count in failed.
+func Test(ctx context.Context, dir string, w io.Writer, verbose bool) (passed, failed int, err error) {
+	skipHidden := func(_ string, info fs.FileInfo, depth int) bool {
+		return depth > 0 && strings.HasPrefix(info.Name(), ".")
+	}
+	modules, store, err := tester.LoadWithRegoVersion([]string{dir}, skipHidden, ast.RegoV1)
+	if err != nil {
+		return 0, 0, fmt.Errorf("policy test: load %s: %w", dir, err)
+	}
+	txn, err := store.NewTransaction(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("policy test: open store transaction: %w", err)
+	}
+	defer store.Abort(ctx, txn)
+
+	runner := tester.NewRunner().
+		SetDefaultRegoVersion(ast.RegoV1).
+		SetStore(store).
+		SetModules(modules).
+		CapturePrintOutput(true).
+		EnableTracing(verbose)
+	ch, err := runner.RunTests(ctx, txn)
+	if err != nil {
+		var astErrs ast.Errors
+		if errors.As(err, &astErrs) {
+			return 0, 0, fmt.Errorf("policy test %s: %w", dir, compileErrorFrom(astErrs, func(s string) string { return s }))
+		}
+		return 0, 0, fmt.Errorf("policy test %s: %w", dir, err)
+	}
+	var results []*tester.Result
+	for r := range ch {
+		results = append(results, r)
+	}
+	slices.SortFunc(results, func(a, b *tester.Result) int {
+		return strings.Compare(a.Package+"."+a.Name, b.Package+"."+b.Name)
+	})
+
+	var out bytes.Buffer
+	skipped := 0
+	for _, r := range results {
+		name := r.Package + "." + r.Name
+		switch {
+		case r.Skip:
+			skipped++
+			fmt.Fprintf(&out, "SKIP  %s\n", name)
+			continue
+		case r.Error != nil:
+			failed++
+			fmt.Fprintf(&out, "ERROR %s: %v\n", name, r.Error)
+		case r.Fail:
+			failed++
+			fmt.Fprintf(&out, "FAIL  %s", name)
+			if r.Location != nil {
+				fmt.Fprintf(&out, " (%s)", r.Location)
+			}
+			out.WriteByte('\n')
+		default:
+			passed++
+			fmt.Fprintf(&out, "PASS  %s", name)
+			if verbose {
+				fmt.Fprintf(&out, " (%s)", r.Duration)
+			}
+			out.WriteByte('\n')
+		}
+		if verbose && len(r.Output) > 0 {
+			writeIndented(&out, string(r.Output))
+		}
+		if verbose && r.Fail && len(r.Trace) > 0 {
+			var tr bytes.Buffer
+			topdown.PrettyTraceWithLocation(&tr, r.Trace)
+			writeIndented(&out, tr.String())
+		}
+	}
+	total := passed + failed
+	if total == 0 && skipped == 0 {
+		fmt.Fprintf(&out, "no tests (rules named test_*) found in %s\n", dir)
+		if _, werr := w.Write(out.Bytes()); werr != nil {
+			return 0, 0, fmt.Errorf("policy test: write report: %w", werr)
+		}
+		return 0, 0, fmt.Errorf("policy test: no tests found in %s", dir)
+	}
+	fmt.Fprintln(&out, strings.Repeat("-", 60))
+	verdict := "PASS"
+	if failed > 0 {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(&out, "%s: %d/%d", verdict, passed, total)
+	if skipped > 0 {
+		fmt.Fprintf(&out, " (%d skipped)", skipped)
+	}
+	out.WriteByte('\n')
+	if _, werr := w.Write(out.Bytes()); werr != nil {
+		return passed, failed, fmt.Errorf("policy test: write report: %w", werr)
+	}
+	return passed, failed, nil
+}
+
+func writeIndented(b *bytes.Buffer, s string) {
+	for line := range strings.SplitSeq(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("      ")
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+}
+
+// EvalFile evaluates the input in inputFile (JSON or YAML, shaped as Input)
+// against the policy in policyDir ("" for the embedded default) and returns
+// its decision. It runs with an empty Config (no guard users, no break-glass
+// groups); to evaluate with a config, use ReadInput with an Engine.
+func EvalFile(ctx context.Context, policyDir, inputFile string) (Decision, error) {
+	in, err := ReadInput(inputFile)
+	if err != nil {
+		return Decision{}, err
+	}
+	e := NewEngine(Config{}, logr.Discard())
+	if policyDir != "" {
+		if err := e.LoadDir(policyDir); err != nil {
+			return Decision{}, err
+		}
+	}
+	return e.Decide(ctx, in)
+}
+
+// ReadInput reads an Input from a JSON or YAML file. Unknown fields are an
+// error naming the field.
+func ReadInput(file string) (Input, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return Input{}, fmt.Errorf("read input: %w", err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return Input{}, fmt.Errorf("read input %s: file is empty", file)
+	}
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return Input{}, fmt.Errorf("read input %s: %w", file, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var in Input
+	if err := dec.Decode(&in); err != nil {
+		return Input{}, fmt.Errorf("read input %s: %w", file, err)
+	}
+	return in, nil
+}

@@ -1,0 +1,89 @@
+package policy
+
+// Input is the document a policy sees as `input`. Its JSON shape is the
+// "Policy contract" of the design: admission requests and drift seen by the
+// informer (operation DRIFT) use the same shape.
+type Input struct {
+	// Operation is CREATE, UPDATE, DELETE (admission) or DRIFT (seen by the
+	// informer after the fact).
+	Operation   string            `json:"operation"`
+	User        User              `json:"user"`
+	Resource    Resource          `json:"resource"`
+	SubResource string            `json:"subResource,omitempty"`
+	Object      map[string]any    `json:"object,omitempty"`
+	OldObject   map[string]any    `json:"oldObject,omitempty"`
+	Desired     map[string]any    `json:"desired,omitempty"`
+	Drift       []Change          `json:"drift"`
+	Source      Source            `json:"source"`
+	Annotations map[string]string `json:"annotations,omitempty"` // annotations of the incoming object
+	DryRun      bool              `json:"dryRun"`
+	Guard       string            `json:"guard"`
+}
+
+// User is the identity that made a change.
+type User struct {
+	Username       string   `json:"username"`
+	UID            string   `json:"uid,omitempty"`
+	Groups         []string `json:"groups"`
+	ServiceAccount bool     `json:"serviceAccount"`
+}
+
+// Resource names the object a change applies to.
+type Resource struct {
+	Group     string `json:"group"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// Change is one field that differs between Git and the cluster.
+type Change struct {
+	Path    string `json:"path"` // JSON pointer, e.g. /spec/replicas
+	Desired any    `json:"desired"`
+	Live    any    `json:"live"`
+}
+
+// Source is where in Git the desired object comes from.
+type Source struct {
+	URL      string `json:"url"`
+	Revision string `json:"revision"`
+	Path     string `json:"path"`
+	Line     int    `json:"line"`
+}
+
+// Action is what a policy decided.
+type Action string
+
+// The actions a policy may decide.
+const (
+	Deny   Action = "deny"   // reject the change
+	Revert Action = "revert" // let it through (or accept it happened) and put Git's state back
+	Allow  Action = "allow"  // accept the change (break-glass, accepted drift)
+	Warn   Action = "warn"   // accept the change with a warning
+)
+
+// Valid reports whether a is one of the known actions.
+func (a Action) Valid() bool {
+	switch a {
+	case Deny, Revert, Allow, Warn:
+		return true
+	}
+	return false
+}
+
+// Decision is the value of data.driftguard.decision.
+type Decision struct {
+	Action Action `json:"action"`
+	Reason string `json:"reason"`
+	Rule   string `json:"rule,omitempty"`
+}
+
+// Config is exposed to Rego as data.driftguard.config.
+type Config struct {
+	// GuardUsers are the identities of the guard itself (always allowed).
+	GuardUsers []string `json:"guardUsers"`
+	// BreakGlassGroups are groups whose members may change managed objects when
+	// the object carries a driftguard.io/break-glass annotation with a reason.
+	BreakGlassGroups []string `json:"breakGlassGroups"`
+}

@@ -1,0 +1,148 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/gitstore"
+)
+
+// Action is what an apply did to one object.
+type Action string
+
+// Actions of a change set entry.
+const (
+	Created    Action = "created"
+	Configured Action = "configured"
+	Unchanged  Action = "unchanged"
+	Deleted    Action = "deleted"
+	Failed     Action = "failed"
+)
+
+// Entry is the outcome for one object.
+type Entry struct {
+	Object *gitstore.Object
+	Action Action
+	Err    error
+}
+
+// ChangeSet is the outcome of one apply, in apply order.
+type ChangeSet []Entry
+
+// Count returns how many entries have the action.
+func (cs ChangeSet) Count(a Action) int {
+	n := 0
+	for _, e := range cs {
+		if e.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// LiveLookup returns the cached live state of an object. known is false when
+// the cache does not watch that kind (yet), and the caller must ask the API server.
+type LiveLookup interface {
+	Live(gvk schema.GroupVersionKind, namespace, name string) (obj *unstructured.Unstructured, known bool)
+}
+
+// Applier writes desired objects with server-side apply.
+type Applier struct {
+	Client client.Client
+	// Live, when set, lets Apply skip objects already in sync without an API call.
+	Live LiveLookup
+}
+
+// Apply applies objects in stages: CustomResourceDefinitions and Namespaces
+// first, then the rest. Objects already in sync are left alone. An object
+// that fails does not stop the others; the joined error names each one.
+func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object) (ChangeSet, error) {
+	first, rest := stage(objs)
+	cs := make(ChangeSet, 0, len(objs))
+	var errs []error
+	for _, group := range [][]*gitstore.Object{first, rest} {
+		for _, o := range group {
+			action, err := a.applyOne(ctx, o)
+			if err != nil {
+				err = fmt.Errorf("apply %s (%s:%d): %w", o.Key, o.Source.Path, o.Source.Line, err)
+				errs = append(errs, err)
+				action = Failed
+			}
+			cs = append(cs, Entry{Object: o, Action: action, Err: err})
+		}
+		if len(errs) > 0 {
+			// Without its namespaces and definitions the rest would only fail.
+			break
+		}
+	}
+	return cs, errors.Join(errs...)
+}
+
+func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object) (Action, error) {
+	gvk := o.Obj.GroupVersionKind()
+	if a.Live != nil {
+		if live, known := a.Live.Live(gvk, o.Obj.GetNamespace(), o.Obj.GetName()); known && live != nil {
+			if drift.InSync(o.Obj.Object, live.Object, drift.Options{}) {
+				return Unchanged, nil
+			}
+		}
+	}
+	return a.write(ctx, o.Obj)
+}
+
+// Revert forces the desired state back onto the live object, taking over any
+// field another manager changed, and recreates the object when it is gone.
+func (a *Applier) Revert(ctx context.Context, desired *unstructured.Unstructured) (Action, error) {
+	return a.write(ctx, desired)
+}
+
+func (a *Applier) write(ctx context.Context, desired *unstructured.Unstructured) (Action, error) {
+	u := desired.DeepCopy()
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return Failed, err
+	}
+	if createdJustNow(u) {
+		return Created, nil
+	}
+	return Configured, nil
+}
+
+// createdJustNow tells a create from an update by the managed fields: right
+// after a create, our Apply entry is the only one and is as old as the object.
+func createdJustNow(u *unstructured.Unstructured) bool {
+	mf := u.GetManagedFields()
+	if len(mf) != 1 || mf[0].Manager != FieldManager || mf[0].Time == nil {
+		return false
+	}
+	created := u.GetCreationTimestamp()
+	return mf[0].Time.Equal(&created)
+}
+
+// stage splits objects into definitions that others depend on, and the rest.
+func stage(objs []*gitstore.Object) (first, rest []*gitstore.Object) {
+	for _, o := range objs {
+		switch o.Key.Group + "/" + o.Key.Kind {
+		case "/Namespace", "apiextensions.k8s.io/CustomResourceDefinition":
+			first = append(first, o)
+		default:
+			rest = append(rest, o)
+		}
+	}
+	sort.SliceStable(first, func(i, j int) bool { return first[i].Key.Kind < first[j].Key.Kind })
+	return first, rest
+}
+
+// IsNotFoundOrGone reports errors that mean the object or its kind is absent.
+func IsNotFoundOrGone(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsGone(err) || meta.IsNoMatchError(err)
+}

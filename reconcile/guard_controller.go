@@ -1,0 +1,324 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/gitstore"
+)
+
+// Fetcher is the part of gitstore.Fetcher the reconciler uses.
+type Fetcher interface {
+	Fetch(ctx context.Context, req gitstore.Request) (string, *gitstore.Snapshot, error)
+}
+
+// DriftCounter reports how many objects of a guard differ from Git right now.
+type DriftCounter interface {
+	Drifted(guard string) int
+}
+
+// GuardReconciler keeps the cluster equal to the Git source of each Guard:
+// fetch, render, publish the snapshot, apply, prune, report.
+type GuardReconciler struct {
+	Client  client.Client
+	Fetcher Fetcher
+	Store   *gitstore.Store
+	Applier *Applier
+	Audit   *audit.Logger
+	Drift   DriftCounter
+	// SecretNamespace is where spec.secretRef is looked up when it names no namespace.
+	SecretNamespace string
+	// DefaultInterval applies when a Guard sets none.
+	DefaultInterval time.Duration
+	Log             logr.Logger
+}
+
+// SetupWithManager registers the reconciler.
+func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Guard{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		Complete(r)
+}
+
+// Reconcile runs one full reconciliation of a Guard.
+func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := r.Log.WithValues("guard", req.Name)
+	var g v1alpha1.Guard
+	if err := r.Client.Get(ctx, req.NamespacedName, &g); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Store.Remove(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !g.DeletionTimestamp.IsZero() {
+		r.Store.Remove(g.Name)
+		return ctrl.Result{}, nil
+	}
+	before := g.Status.DeepCopy()
+	res, err := r.reconcile(ctx, log, &g)
+	g.Status.ObservedGeneration = g.Generation
+	if r.Drift != nil {
+		g.Status.DriftedObjects = r.Drift.Drifted(g.Name)
+	}
+	if perr := r.patchStatus(ctx, &g, before); perr != nil {
+		err = errors.Join(err, perr)
+	}
+	return res, err
+}
+
+func (r *GuardReconciler) interval(g *v1alpha1.Guard) time.Duration {
+	if g.Spec.Interval.Duration > 0 {
+		return g.Spec.Interval.Duration
+	}
+	if r.DefaultInterval > 0 {
+		return r.DefaultInterval
+	}
+	return time.Minute
+}
+
+func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1alpha1.Guard) (ctrl.Result, error) {
+	if len(g.Name) > 63 {
+		r.stalled(g, "InvalidName", fmt.Sprintf("guard name %q is longer than 63 characters and cannot be a label value", g.Name))
+		return ctrl.Result{}, nil
+	}
+	auth, err := r.auth(ctx, g)
+	if err != nil {
+		r.notReady(g, "AuthFailed", err.Error())
+		return ctrl.Result{}, err
+	}
+
+	// 1. Source: fetch and render. A bad revision leaves the last good one in force.
+	rev, snap, err := r.Fetcher.Fetch(ctx, gitstore.Request{URL: g.Spec.URL, Ref: g.Spec.Ref, Path: g.Spec.Path, Auth: auth})
+	if rev != "" {
+		g.Status.LastAttemptedRevision = rev
+	}
+	var renderErr *gitstore.RenderError
+	switch {
+	case errors.As(err, &renderErr):
+		msg := fmt.Sprintf("revision %s cannot be applied, %s stays in force: %v", short(rev), orNone(short(g.Status.LastAppliedRevision)), err)
+		r.stalled(g, "RenderFailed", msg)
+		r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "RENDER", Error: err.Error(),
+			Source: &audit.Source{URL: g.Spec.URL, Revision: rev, Path: renderErr.Path, Line: renderErr.Line}})
+		log.Info("render failed; keeping last good revision", "revision", rev, "error", err.Error())
+		return ctrl.Result{RequeueAfter: r.interval(g)}, nil
+	case err != nil:
+		r.notReady(g, "FetchFailed", fmt.Sprintf("fetch %s: %v; %s stays in force", g.Spec.URL, err, orNone(short(g.Status.LastAppliedRevision))))
+		return ctrl.Result{}, err // retried with backoff
+	}
+
+	// 2. Publish the desired state so the informer and the webhook compare against it.
+	snap = r.decorate(g, snap)
+	r.Store.Set(g.Name, snap)
+
+	// 3. Apply.
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: "applying " + short(rev)})
+	start := time.Now()
+	cs, applyErr := r.Applier.Apply(ctx, snap.Objects)
+	for _, e := range cs {
+		if e.Action == Unchanged {
+			continue
+		}
+		rec := audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(e.Action),
+			Object: auditObject(e.Object), Source: auditSource(e.Object.Source)}
+		if e.Err != nil {
+			rec.Type, rec.Error = audit.Error, e.Err.Error()
+		}
+		r.record(ctx, rec)
+	}
+	if applyErr != nil {
+		r.notReady(g, "ApplyFailed", applyErr.Error())
+		return ctrl.Result{}, applyErr
+	}
+
+	// 4. Prune what left Git (only objects carrying this guard's label).
+	kinds := mergeKinds(g.Status.Inventory, snap.Kinds())
+	if g.Spec.Prune {
+		deleted, err := r.Applier.Prune(ctx, g.Name, kinds, snap)
+		for _, k := range deleted {
+			r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted),
+				Object: audit.Object{Group: k.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}})
+		}
+		if err != nil {
+			r.notReady(g, "PruneFailed", err.Error())
+			return ctrl.Result{}, err
+		}
+		kinds = snap.Kinds()
+	}
+
+	g.Status.LastAppliedRevision = rev
+	g.Status.ManagedObjects = len(snap.Objects)
+	g.Status.Inventory = inventory(kinds)
+	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
+	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionStalled)
+	msg := fmt.Sprintf("applied revision %s: %d objects (%d created, %d configured)", short(rev), len(cs), cs.Count(Created), cs.Count(Configured))
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
+	log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "took", time.Since(start).String())
+	return ctrl.Result{RequeueAfter: r.interval(g)}, nil
+}
+
+// decorate returns a snapshot whose objects carry the inventory label, and a
+// namespace where Git leaves a namespaced object without one.
+func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *gitstore.Snapshot {
+	objs := make([]*gitstore.Object, 0, len(snap.Objects))
+	for _, o := range snap.Objects {
+		u := o.Obj.DeepCopy()
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[GuardLabel] = g.Name
+		u.SetLabels(labels)
+		if u.GetNamespace() == "" && r.namespaced(u.GroupVersionKind()) {
+			u.SetNamespace(corev1.NamespaceDefault)
+		}
+		objs = append(objs, &gitstore.Object{Key: gitstore.KeyOf(u), Obj: u, Source: o.Source})
+	}
+	out, err := gitstore.NewSnapshot(snap.URL, snap.Revision, objs)
+	if err != nil {
+		// Defaulting a namespace can only collide with an object already
+		// in "default"; keep the undecorated keys rather than lose objects.
+		r.Log.Error(err, "decorate snapshot", "guard", g.Name)
+		return snap
+	}
+	return out
+}
+
+func (r *GuardReconciler) namespaced(gvk schema.GroupVersionKind) bool {
+	ok, err := r.Client.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
+	return err == nil && ok
+}
+
+func (r *GuardReconciler) auth(ctx context.Context, g *v1alpha1.Guard) (*gitstore.Auth, error) {
+	if g.Spec.SecretRef == nil {
+		return nil, nil
+	}
+	ns := g.Spec.SecretRef.Namespace
+	if ns == "" {
+		ns = r.SecretNamespace
+	}
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: g.Spec.SecretRef.Name}, &s); err != nil {
+		return nil, fmt.Errorf("spec.secretRef %s/%s: %w", ns, g.Spec.SecretRef.Name, err)
+	}
+	return &gitstore.Auth{Username: string(s.Data["username"]), Password: string(s.Data["password"]), BearerToken: string(s.Data["bearerToken"])}, nil
+}
+
+func (r *GuardReconciler) stalled(g *v1alpha1.Guard, reason, msg string) {
+	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+}
+
+func (r *GuardReconciler) notReady(g *v1alpha1.Guard, reason, msg string) {
+	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionStalled)
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "RetryingAfterError", Message: msg})
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+}
+
+func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, before *v1alpha1.GuardStatus) error {
+	if equalStatus(before, &g.Status) {
+		return nil
+	}
+	patch := &v1alpha1.Guard{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Guard"}, ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: g.Status}
+	if err := r.Client.Status().Patch(ctx, patch, client.Merge); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update status of guard %s: %w", g.Name, err)
+	}
+	return nil
+}
+
+func (r *GuardReconciler) record(ctx context.Context, rec audit.Record) {
+	if r.Audit != nil {
+		r.Audit.Log(ctx, rec)
+	}
+}
+
+func equalStatus(a, b *v1alpha1.GuardStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.LastAppliedRevision != b.LastAppliedRevision ||
+		a.LastAttemptedRevision != b.LastAttemptedRevision || a.ManagedObjects != b.ManagedObjects ||
+		a.DriftedObjects != b.DriftedObjects || len(a.Inventory) != len(b.Inventory) || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Inventory {
+		if a.Inventory[i] != b.Inventory[i] {
+			return false
+		}
+	}
+	for _, c := range b.Conditions {
+		old := meta.FindStatusCondition(a.Conditions, c.Type)
+		if old == nil || old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message {
+			return false
+		}
+	}
+	return true
+}
+
+func mergeKinds(inv []v1alpha1.InventoryKind, kinds []schema.GroupVersionKind) []schema.GroupVersionKind {
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	add := func(k schema.GroupVersionKind) {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, k := range kinds {
+		add(k)
+	}
+	for _, k := range inv {
+		add(schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+	}
+	return out
+}
+
+func inventory(kinds []schema.GroupVersionKind) []v1alpha1.InventoryKind {
+	out := make([]v1alpha1.InventoryKind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, v1alpha1.InventoryKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return strings.Join([]string{out[i].Group, out[i].Kind, out[i].Version}, "/") < strings.Join([]string{out[j].Group, out[j].Kind, out[j].Version}, "/")
+	})
+	return out
+}
+
+func auditObject(o *gitstore.Object) audit.Object {
+	gvk := o.Obj.GroupVersionKind()
+	return audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
+}
+
+func auditSource(s gitstore.Source) *audit.Source {
+	return &audit.Source{URL: s.URL, Revision: s.Revision, Path: s.Path, Line: s.Line}
+}
+
+func short(rev string) string {
+	if len(rev) > 7 {
+		return rev[:7]
+	}
+	return rev
+}
+
+func orNone(rev string) string {
+	if rev == "" {
+		return "no revision"
+	}
+	return "revision " + rev
+}

@@ -1,0 +1,14 @@
+//go:build tools
+
+// Package tools pins the control-plane binaries that driftguard's tests and
+// demo run. It is never imported by the product; build.sh compiles the main
+// packages listed here into a cache keyed by version.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)

@@ -1,0 +1,85 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/policy"
+)
+
+// maxShownChanges bounds how many fields a message lists.
+const maxShownChanges = 5
+
+// denialMessage tells the person what owns the object and where to change it.
+func denialMessage(key gitstore.ObjectKey, want *gitstore.Object, req *admissionv1.AdmissionRequest, changes []drift.Change, d policy.Decision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "driftguard: %s is managed by Git (%s). ", objectName(key), sourceName(want.Source))
+	if req.Operation == admissionv1.Delete {
+		b.WriteString("Deleting it")
+	} else {
+		b.WriteString(describeChanges(changes))
+	}
+	fmt.Fprintf(&b, " denied by policy %q", d.Rule)
+	if d.Reason != "" {
+		fmt.Fprintf(&b, ": %s", d.Reason)
+	}
+	fmt.Fprintf(&b, ". Change it in Git, in %s.", want.Source.Path)
+	return b.String()
+}
+
+func warningMessage(key gitstore.ObjectKey, want *gitstore.Object, changes []drift.Change, d policy.Decision) string {
+	msg := fmt.Sprintf("driftguard: %s is managed by Git (%s); %s differs from Git", objectName(key), sourceName(want.Source), describeChanges(changes))
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	return msg
+}
+
+func objectName(k gitstore.ObjectKey) string {
+	if k.Namespace == "" {
+		return k.Kind + " " + k.Name
+	}
+	return k.Kind + " " + k.Namespace + "/" + k.Name
+}
+
+func sourceName(s gitstore.Source) string {
+	rev := s.Revision
+	if len(rev) > 7 {
+		rev = rev[:7]
+	}
+	return fmt.Sprintf("%s %s:%d@%s", s.URL, s.Path, s.Line, rev)
+}
+
+func describeChanges(changes []drift.Change) string {
+	parts := make([]string, 0, maxShownChanges+1)
+	for i, c := range changes {
+		if i == maxShownChanges {
+			parts = append(parts, fmt.Sprintf("and %d more fields", len(changes)-maxShownChanges))
+			break
+		}
+		if c.Missing {
+			parts = append(parts, fmt.Sprintf("%s: %s → (removed)", c.Path, show(c.Desired)))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s: %s → %s", c.Path, show(c.Desired), show(c.Live)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// show renders a value compactly for a message.
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(b)
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}

@@ -1,0 +1,77 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Server serves the webhook over TLS; it implements manager.Runnable.
+type Server struct {
+	Addr      string
+	Cert      tls.Certificate
+	Validator http.Handler
+	Log       logr.Logger
+
+	ready chan struct{}
+	addr  net.Addr
+}
+
+// NewServer returns a server for the validator on addr.
+func NewServer(addr string, cert tls.Certificate, validator http.Handler, log logr.Logger) *Server {
+	return &Server{Addr: addr, Cert: cert, Validator: validator, Log: log, ready: make(chan struct{})}
+}
+
+// BoundAddr waits until the server listens and returns its address.
+func (s *Server) BoundAddr(ctx context.Context) (net.Addr, error) {
+	select {
+	case <-s.ready:
+		return s.addr, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Start listens and serves until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.Handle(ValidatePath, s.Validator)
+	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("webhook listen %s: %w", s.Addr, err)
+	}
+	s.addr = ln.Addr()
+	srv := &http.Server{
+		Handler:           mux,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.Cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       90 * time.Second,
+	}
+	close(s.ready)
+	s.Log.Info("webhook serving", "addr", s.addr.String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("webhook serve: %w", err)
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("webhook shutdown: %w", err)
+		}
+		return nil
+	}
+}
+
+// NeedLeaderElection is false: every replica answers admission reviews.
+func (s *Server) NeedLeaderElection() bool { return false }

@@ -1,0 +1,341 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/policy"
+)
+
+// Decider is the policy asked about a change.
+type Decider interface {
+	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
+	Revision() string
+}
+
+// Validator answers validating admission reviews for managed objects.
+type Validator struct {
+	Store  *gitstore.Store
+	Policy Decider
+	Mapper meta.RESTMapper
+	Audit  *audit.Logger
+	// FailClosed denies a change the guard cannot decide (policy error,
+	// overload); otherwise such a change is admitted with a warning.
+	FailClosed bool
+	// MaxInFlight bounds concurrent reviews; Deadline bounds one review and
+	// must stay below the webhook timeout the API server uses.
+	MaxInFlight int
+	Deadline    time.Duration
+	Log         logr.Logger
+
+	sem chan struct{}
+}
+
+// maxBody bounds an AdmissionReview: an object and its old version, each at
+// most what etcd stores, with room to spare.
+const maxBody = 16 << 20
+
+// ServeHTTP decodes one AdmissionReview, reviews it and writes the answer.
+func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "driftguard: admission reviews are POSTed", http.StatusMethodNotAllowed)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		http.Error(w, fmt.Sprintf("driftguard: content type %q is not application/json", ct), http.StatusUnsupportedMediaType)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&review); err != nil {
+		v.Log.Info("malformed admission review", "error", err.Error(), "remote", r.RemoteAddr)
+		http.Error(w, "driftguard: malformed AdmissionReview: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if review.Request == nil {
+		http.Error(w, "driftguard: AdmissionReview has no request", http.StatusBadRequest)
+		return
+	}
+	resp := v.Review(r.Context(), review.Request)
+	resp.UID = review.Request.UID
+	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Response: resp}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(&out); err != nil {
+		v.Log.Error(err, "write admission response")
+	}
+}
+
+// Review decides one admission request.
+func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if v.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, v.Deadline)
+		defer cancel()
+	}
+	if !v.acquire(ctx) {
+		return v.undecided(req, "driftguard is overloaded")
+	}
+	defer v.release()
+
+	gvk, ok := v.managedKind(req)
+	if !ok || req.Name == "" {
+		return allowed()
+	}
+	key := gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name}
+	guard, want, ok := v.Store.Lookup(key)
+	if !ok {
+		return allowed()
+	}
+	incoming, changes, err := changesOf(req, want)
+	if err != nil {
+		return v.undecided(req, err.Error())
+	}
+	if len(changes) == 0 && req.Operation != admissionv1.Delete {
+		return allowed() // nothing Git sets would change
+	}
+
+	in := policy.Input{
+		Operation:   string(req.Operation),
+		User:        policy.User{Username: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups, ServiceAccount: strings.HasPrefix(req.UserInfo.Username, "system:serviceaccount:")},
+		Resource:    policy.Resource{Group: gvk.Group, Version: want.Obj.GroupVersionKind().Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+		SubResource: req.SubResource,
+		Object:      drift.RedactObject(incoming),
+		Desired:     drift.RedactObject(want.Obj.Object),
+		Drift:       policyChanges(changes),
+		Source:      policy.Source(want.Source),
+		Annotations: annotationsOf(incoming),
+		DryRun:      req.DryRun != nil && *req.DryRun,
+		Guard:       guard,
+	}
+	if len(req.OldObject.Raw) > 0 && req.SubResource == "" {
+		if old, err := decodeObject(req.OldObject.Raw); err == nil {
+			in.OldObject = drift.RedactObject(old)
+		}
+	}
+	if req.Operation == admissionv1.Delete {
+		in.Drift = []policy.Change{{Path: "", Desired: "present", Live: nil}}
+	}
+	d, err := v.Policy.Decide(ctx, in)
+	if err != nil {
+		v.Log.Error(err, "policy failed", "object", key.String())
+		return v.undecided(req, "policy error: "+err.Error())
+	}
+	v.Audit.Log(ctx, audit.Record{
+		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
+		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: in.Resource.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+		Fields: auditFields(changes), Action: string(d.Action), Reason: d.Reason, Rule: d.Rule,
+		PolicyRevision: v.Policy.Revision(), Source: &audit.Source{URL: want.Source.URL, Revision: want.Source.Revision, Path: want.Source.Path, Line: want.Source.Line},
+		RequestUID: string(req.UID), DryRun: in.DryRun,
+	})
+	switch d.Action {
+	case policy.Deny:
+		return denied(denialMessage(key, want, req, changes, d))
+	case policy.Warn:
+		r := allowed()
+		r.Warnings = []string{warningMessage(key, want, changes, d)}
+		return r
+	default: // allow, and revert (the informer puts Git's state back)
+		return allowed()
+	}
+}
+
+// managedKind returns the kind of the object a request is about: the
+// request's kind, or for the scale subresource the kind that owns it.
+func (v *Validator) managedKind(req *admissionv1.AdmissionRequest) (schema.GroupVersionKind, bool) {
+	switch req.SubResource {
+	case "":
+		return schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}, true
+	case "scale":
+		gvk, err := v.Mapper.KindFor(schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource})
+		if err != nil {
+			v.Log.Info("unknown resource for scale", "resource", req.Resource.Resource, "error", err.Error())
+			return gvk, false
+		}
+		return gvk, true
+	}
+	return schema.GroupVersionKind{}, false
+}
+
+// changesOf returns the incoming object and the fields Git sets that the
+// request would change.
+func changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object) (map[string]any, []drift.Change, error) {
+	raw := req.Object.Raw
+	if req.Operation == admissionv1.Delete {
+		raw = req.OldObject.Raw
+	}
+	if len(raw) == 0 {
+		return nil, nil, nil
+	}
+	obj, err := decodeObject(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode %s of %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err)
+	}
+	if req.Operation == admissionv1.Delete {
+		return obj, nil, nil
+	}
+	if req.SubResource == "scale" {
+		return obj, scaleChanges(want, obj), nil
+	}
+	return obj, drift.Compare(want.Obj.Object, obj, drift.Options{}), nil
+}
+
+// scaleChanges compares a Scale with the replicas Git sets.
+func scaleChanges(want *gitstore.Object, scale map[string]any) []drift.Change {
+	desired, found, _ := unstructuredInt(want.Obj.Object, "spec", "replicas")
+	if !found {
+		return nil
+	}
+	live, _, _ := unstructuredInt(scale, "spec", "replicas")
+	if desired == live {
+		return nil
+	}
+	return []drift.Change{{Path: "/spec/replicas", Desired: desired, Live: live}}
+}
+
+func unstructuredInt(obj map[string]any, fields ...string) (int64, bool, error) {
+	var cur any = obj
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return 0, false, nil
+		}
+		if cur, ok = m[f]; !ok {
+			return 0, false, nil
+		}
+	}
+	switch n := cur.(type) {
+	case int64:
+		return n, true, nil
+	case float64:
+		return int64(n), true, nil
+	}
+	return 0, false, fmt.Errorf("%s is not a number", strings.Join(fields, "."))
+}
+
+func decodeObject(raw []byte) (map[string]any, error) {
+	var obj map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&obj); err != nil {
+		return nil, err
+	}
+	return normalizeNumbers(obj).(map[string]any), nil
+}
+
+// normalizeNumbers turns json.Number into int64 or float64, the types
+// unstructured objects hold.
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeNumbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+func annotationsOf(obj map[string]any) map[string]string {
+	md, _ := obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	if len(ann) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(ann))
+	for k, v := range ann {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+func operationName(req *admissionv1.AdmissionRequest) string {
+	if req.SubResource != "" {
+		return string(req.Operation) + "/" + req.SubResource
+	}
+	return string(req.Operation)
+}
+
+func (v *Validator) acquire(ctx context.Context) bool {
+	if v.sem == nil {
+		return true
+	}
+	select {
+	case v.sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (v *Validator) release() {
+	if v.sem != nil {
+		<-v.sem
+	}
+}
+
+// Init prepares the concurrency bound; call once before serving.
+func (v *Validator) Init() {
+	if v.MaxInFlight > 0 {
+		v.sem = make(chan struct{}, v.MaxInFlight)
+	}
+}
+
+// undecided answers a request the guard could not decide, as configured.
+func (v *Validator) undecided(req *admissionv1.AdmissionRequest, why string) *admissionv1.AdmissionResponse {
+	msg := fmt.Sprintf("driftguard could not decide %s of %s %s/%s: %s", req.Operation, req.Kind.Kind, req.Namespace, req.Name, why)
+	if v.FailClosed {
+		return denied(msg)
+	}
+	r := allowed()
+	r.Warnings = []string{msg + "; admitted because the failure policy is Ignore"}
+	return r
+}
+
+func allowed() *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: true}
+}
+
+func denied(msg string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: msg,
+	}}
+}
+
+func policyChanges(cs []drift.Change) []policy.Change {
+	out := make([]policy.Change, len(cs))
+	for i, c := range cs {
+		out[i] = policy.Change{Path: c.Path, Desired: c.Desired, Live: c.Live}
+	}
+	return out
+}
+
+func auditFields(cs []drift.Change) []audit.Field {
+	out := make([]audit.Field, len(cs))
+	for i, c := range cs {
+		out[i] = audit.Field{Path: c.Path, Desired: c.Desired, Live: c.Live}
+	}
+	return out
+}
