@@ -70,6 +70,7 @@ type Cluster struct {
 	children []*child   // started in this order, stopped in reverse
 	logFiles []*os.File // envtest's etcd and kube-apiserver output
 	envUp    bool
+	guard    *guard // kills envtest's processes if this process crashes
 	stopped  bool
 }
 
@@ -222,6 +223,18 @@ func (c *Cluster) startControlPlane(o Options) error {
 	}
 	c.Config = cfg
 
+	// envtest's etcd and kube-apiserver have no Pdeathsig; a guard kills them
+	// if this process dies without Stop.
+	pids := append(
+		childPIDsMatching(env.ControlPlane.Etcd.Path, "--data-dir="+env.ControlPlane.Etcd.DataDir),
+		childPIDsMatching(api.Path, "--cert-dir="+api.CertDir)...)
+	if len(pids) != 2 {
+		c.log.Info("could not find envtest's etcd and kube-apiserver; they may outlive a crash", "found", pids)
+	}
+	if c.guard, err = startGuard(pids); err != nil {
+		return err
+	}
+
 	c.AdminKubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
 	if err := os.WriteFile(c.AdminKubeconfig, env.KubeConfig, 0o600); err != nil {
 		return fmt.Errorf("devenv: writing the admin kubeconfig: %w", err)
@@ -291,6 +304,7 @@ func (c *Cluster) Stop() error {
 	c.stopped = true
 
 	var errs []error
+	c.guard.stop()
 	for i := len(c.children) - 1; i >= 0; i-- {
 		ch := c.children[i]
 		if err := ch.stop(stopGrace); err != nil {

@@ -1,10 +1,13 @@
 package devenv
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -299,5 +302,126 @@ func TestStartSimulated(t *testing.T) {
 	requireGone(t, pids)
 	if left := childPIDs(t); len(left) > 0 {
 		t.Errorf("child processes left after Stop: %v", left)
+	}
+}
+
+// procState returns the state letter of pid from /proc ("" when gone).
+func procState(pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if f := strings.Fields(s[i+1:]); i >= 0 && len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+type crashReport struct {
+	Dir      string         `json:"dir"`
+	Children map[int]string `json:"children"` // all child processes of the helper
+	Own      map[string]int `json:"own"`      // Cluster.PIDs()
+}
+
+// TestChildrenDieWithParent starts a simulated cluster in a helper process,
+// kills the helper with SIGKILL and checks that the processes devenv started
+// die with it: its own children through Pdeathsig, envtest's etcd and
+// kube-apiserver through the guard.
+func TestChildrenDieWithParent(t *testing.T) {
+	if os.Getenv("DEVENV_CRASH_HELPER") == "1" {
+		c, err := Start(context.Background(), Options{Simulated: true})
+		if err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(1)
+		}
+		b, _ := json.Marshal(crashReport{Dir: c.Dir, Children: childPIDs(t), Own: c.PIDs()})
+		fmt.Println("REPORT", string(b))
+		select {} // wait to be killed
+	}
+	requireBinaries(t, true)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildrenDieWithParent$")
+	cmd.Env = append(os.Environ(), "DEVENV_CRASH_HELPER=1")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var rep crashReport
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "ERROR ") {
+			_ = cmd.Wait()
+			t.Fatalf("helper: %s", line)
+		}
+		if rest, ok := strings.CutPrefix(line, "REPORT "); ok {
+			if err := json.Unmarshal([]byte(rest), &rep); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if rep.Own == nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatal("helper exited without a report")
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(rep.Dir) })
+	own := map[int]bool{}
+	for _, pid := range rep.Own {
+		own[pid] = true
+	}
+	// Should the guard fail, do not leave envtest's processes running.
+	t.Cleanup(func() {
+		for pid, name := range rep.Children {
+			if !own[pid] && procState(pid) != "" && procState(pid) != "Z" {
+				t.Errorf("%s (pid %d) outlived the crash; killing it", name, pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	eventually(t, t.Context(), 10*time.Second, "all child processes died with their parent", func(context.Context) (bool, error) {
+		for pid, name := range rep.Children {
+			if st := procState(pid); st != "" && st != "Z" {
+				return false, fmt.Errorf("%s (pid %d) in state %s", name, pid, st)
+			}
+		}
+		return true, nil
+	})
+}
+
+func TestDefaultBinDir(t *testing.T) {
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	t.Setenv("DRIFTGUARD_TOOLS_CACHE", "")
+	t.Setenv("XDG_CACHE_HOME", "/x")
+	if got, want := DefaultBinDir(), "/x/driftguard/tools/"+KubeVersion; got != want {
+		t.Errorf("XDG_CACHE_HOME: got %s, want %s", got, want)
+	}
+	t.Setenv("DRIFTGUARD_TOOLS_CACHE", "/c")
+	if got, want := DefaultBinDir(), "/c/"+KubeVersion; got != want {
+		t.Errorf("DRIFTGUARD_TOOLS_CACHE: got %s, want %s", got, want)
+	}
+	t.Setenv("KUBEBUILDER_ASSETS", "/k")
+	if got := DefaultBinDir(); got != "/k" {
+		t.Errorf("KUBEBUILDER_ASSETS: got %s, want /k", got)
+	}
+}
+
+func TestStartMissingBinaries(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Start(t.Context(), Options{BinDir: dir, Simulated: true})
+	if err == nil || !strings.Contains(err.Error(), "kube-apiserver") || !strings.Contains(err.Error(), "kwok-stages.yaml") {
+		t.Fatalf("want an error naming the missing files, got %v", err)
 	}
 }

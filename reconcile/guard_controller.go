@@ -153,9 +153,9 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	kinds := mergeKinds(g.Status.Inventory, snap.Kinds())
 	if g.Spec.Prune {
 		deleted, err := r.Applier.Prune(ctx, g.Name, kinds, snap)
-		for _, k := range deleted {
+		for _, p := range deleted {
 			r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted),
-				Object: audit.Object{Group: k.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}})
+				Object: audit.Object{Group: p.GVK.Group, Version: p.GVK.Version, Kind: p.GVK.Kind, Namespace: p.Key.Namespace, Name: p.Key.Name}})
 		}
 		if err != nil {
 			r.notReady(g, "PruneFailed", err.Error())

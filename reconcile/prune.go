@@ -12,11 +12,17 @@ import (
 	"github.com/driftguard/driftguard/gitstore"
 )
 
+// Pruned is an object Prune deleted.
+type Pruned struct {
+	GVK schema.GroupVersionKind
+	Key gitstore.ObjectKey
+}
+
 // Prune deletes objects labelled as managed by guard, of the given kinds, that
 // the snapshot no longer holds. Only objects carrying the guard's label are
 // ever deleted, so nothing the guard did not create is touched.
-func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *gitstore.Snapshot) ([]gitstore.ObjectKey, error) {
-	var deleted []gitstore.ObjectKey
+func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *gitstore.Snapshot) ([]Pruned, error) {
+	var deleted []Pruned
 	var errs []error
 	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
@@ -40,7 +46,7 @@ func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupV
 				errs = append(errs, fmt.Errorf("prune %s: %w", key, err))
 				continue
 			}
-			deleted = append(deleted, key)
+			deleted = append(deleted, Pruned{GVK: gvk, Key: key})
 		}
 	}
 	return deleted, errors.Join(errs...)

@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/test/harness"
+)
+
+func getConfigMap(t *testing.T, ns, name string) (*corev1.ConfigMap, error) {
+	t.Helper()
+	var cm corev1.ConfigMap
+	err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &cm)
+	return &cm, err
+}
+
+func waitValue(t *testing.T, ns, name, want string) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, fmt.Sprintf("configmap %s/%s value %q", ns, name, want), func() error {
+		cm, err := getConfigMap(t, ns, name)
+		if err != nil {
+			return err
+		}
+		if cm.Data["value"] != want {
+			return fmt.Errorf("value is %q", cm.Data["value"])
+		}
+		return nil
+	})
+}
+
+func TestApplyUpdateAndPrune(t *testing.T) {
+	t.Parallel()
+	const ns = "apply-prune"
+	repo := h.NewGuard(t, "apply-prune", true, map[string]string{
+		"ns.yaml":   namespace(ns),
+		"a.yaml":    configMap(ns, "a", "one"),
+		"b/b.yaml":  configMap(ns, "b", "kept until removed"),
+		"README.md": "not a manifest",
+	})
+	g := h.WaitApplied(t, repo.Guard, repo.Initial)
+	if g.Status.ManagedObjects != 3 {
+		t.Fatalf("managed objects = %d, want 3", g.Status.ManagedObjects)
+	}
+	cm, err := getConfigMap(t, ns, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Labels[reconcile.GuardLabel] != repo.Guard {
+		t.Fatalf("inventory label = %q, want %q", cm.Labels[reconcile.GuardLabel], repo.Guard)
+	}
+	var applier string
+	for _, mf := range cm.ManagedFields {
+		if mf.Operation == "Apply" {
+			applier = mf.Manager
+		}
+	}
+	if applier != reconcile.FieldManager {
+		t.Fatalf("server-side apply manager = %q, want %q", applier, reconcile.FieldManager)
+	}
+
+	rev := repo.Change(t, "change a, remove b", map[string]string{"a.yaml": configMap(ns, "a", "two")}, "b/b.yaml")
+	h.WaitApplied(t, repo.Guard, rev)
+	waitValue(t, ns, "a", "two")
+	harness.Eventually(t, 30*time.Second, "b pruned", func() error {
+		if _, err := getConfigMap(t, ns, "b"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("b still there (err %v)", err)
+		}
+		return nil
+	})
+	h.Audit.Wait(t, 10*time.Second, "prune of b", func(r audit.Record) bool {
+		return r.Type == audit.Prune && r.Guard == repo.Guard && r.Object.Name == "b" && r.Object.Kind == "ConfigMap" && r.Object.Version == "v1"
+	})
+	h.Audit.Wait(t, 10*time.Second, "apply of a", func(r audit.Record) bool {
+		return r.Type == audit.Apply && r.Object.Name == "a" && r.Action == string(reconcile.Configured) && r.Source != nil && r.Source.Revision == rev && r.Source.Path == "a.yaml"
+	})
+}
+
+func TestPruneOffKeepsRemovedObjects(t *testing.T) {
+	t.Parallel()
+	const ns = "prune-off"
+	repo := h.NewGuard(t, "prune-off", false, map[string]string{
+		"ns.yaml": namespace(ns),
+		"a.yaml":  configMap(ns, "a", "one"),
+		"b.yaml":  configMap(ns, "b", "stays"),
+	})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	rev := repo.Change(t, "remove b", nil, "b.yaml")
+	// The status names rev only after that reconcile's prune step ran.
+	h.WaitApplied(t, repo.Guard, rev)
+	if _, err := getConfigMap(t, ns, "b"); err != nil {
+		t.Fatalf("b was removed with prune off: %v", err)
+	}
+}

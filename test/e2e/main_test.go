@@ -1,0 +1,47 @@
+// Package e2e drives the guard end to end on a real kube-apiserver and etcd,
+// a real Git server on loopback, and real kubectl, with the admission webhook
+// registered.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/test/harness"
+)
+
+var (
+	h         *harness.Harness
+	policyDir string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	policyDir, err = os.MkdirTemp("", "driftguard-policy-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(policyDir)
+	for name, src := range policy.DefaultModules() {
+		if err := os.WriteFile(filepath.Join(policyDir, filepath.Base(name)), []byte(src), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) { o.PolicyDir = policyDir }})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start harness:", err)
+		return 1
+	}
+	defer h.Stop()
+	return m.Run()
+}

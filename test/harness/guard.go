@@ -1,0 +1,96 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/gitserver"
+)
+
+// Repo is a Git repository a test owns, and the Guard that applies it.
+type Repo struct {
+	*gitserver.Repo
+	Guard   string
+	URL     string
+	Initial string // SHA of the first commit
+}
+
+// NewGuard creates a repository holding files, commits and pushes them, and
+// creates a Guard for it. The Guard is deleted when the test ends.
+func (h *Harness) NewGuard(t testing.TB, name string, prune bool, files map[string]string) *Repo {
+	t.Helper()
+	gr, err := h.Git.NewRepo(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range files {
+		if err := gr.WriteFile(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sha, err := gr.CommitAndPush("initial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &v1alpha1.Guard{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1alpha1.GuardSpec{URL: h.Git.URL(name), Ref: "main", Prune: prune, Interval: metav1.Duration{Duration: 2 * time.Second}},
+	}
+	if err := h.Admin.Create(context.Background(), g); err != nil {
+		t.Fatalf("create guard %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = h.Admin.Delete(context.Background(), g) })
+	return &Repo{Repo: gr, Guard: name, URL: h.Git.URL(name), Initial: sha}
+}
+
+// Guard returns the current state of a Guard.
+func (h *Harness) Guard(t testing.TB, name string) *v1alpha1.Guard {
+	t.Helper()
+	var g v1alpha1.Guard
+	if err := h.Admin.Get(context.Background(), client.ObjectKey{Name: name}, &g); err != nil {
+		t.Fatalf("get guard %s: %v", name, err)
+	}
+	return &g
+}
+
+// WaitApplied waits until the Guard is Ready with revision rev applied.
+func (h *Harness) WaitApplied(t testing.TB, name, rev string) *v1alpha1.Guard {
+	t.Helper()
+	var g *v1alpha1.Guard
+	Eventually(t, 60*time.Second, fmt.Sprintf("guard %s applies %s", name, rev), func() error {
+		g = h.Guard(t, name)
+		ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionTrue || g.Status.LastAppliedRevision != rev {
+			return fmt.Errorf("status: revision %q, conditions %+v", g.Status.LastAppliedRevision, g.Status.Conditions)
+		}
+		return nil
+	})
+	return g
+}
+
+// Change writes and removes files, commits and pushes; it returns the new SHA.
+func (r *Repo) Change(t testing.TB, msg string, write map[string]string, remove ...string) string {
+	t.Helper()
+	for p, c := range write {
+		if err := r.WriteFile(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range remove {
+		if err := r.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sha, err := r.CommitAndPush(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha
+}

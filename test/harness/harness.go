@@ -1,0 +1,210 @@
+// Package harness runs the guard for end-to-end tests: a real control plane
+// (devenv), a real Git server on loopback, and the guard itself in-process,
+// with helpers to drive changes as a person would (kubectl) and to wait for
+// audit records.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/config"
+	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/gitserver"
+)
+
+// Harness is one running control plane, Git server and guard.
+type Harness struct {
+	Cluster *devenv.Cluster
+	Git     *gitserver.Server
+	// Admin is a client with full rights (not the guard's identity).
+	Admin client.Client
+	// GuardConfig is the guard's own identity.
+	GuardConfig *rest.Config
+	// Alice is a person with full RBAC rights whom the default policy denies.
+	AliceKubeconfig string
+	// Audit collects every audit record the guard writes to stdout.
+	Audit *Records
+	// AuditFile is where the file sink writes.
+	AuditFile string
+	Dir       string
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Options tune a harness.
+type Options struct {
+	Simulated bool
+	// Guard adjusts the guard's options before it starts.
+	Guard func(*app.Options)
+}
+
+// Start brings everything up; call Stop when done (typically in TestMain).
+func Start(o Options) (*Harness, error) {
+	dir, err := os.MkdirTemp("", "driftguard-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	h := &Harness{Dir: dir, Audit: &Records{}, AuditFile: filepath.Join(dir, "audit.log")}
+	if err := h.start(o); err != nil {
+		h.Stop()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *Harness) start(o Options) error {
+	crdDir := filepath.Join(h.Dir, "crds")
+	if err := writeCRDs(crdDir); err != nil {
+		return err
+	}
+	log := zap.New(zap.UseDevMode(false), zap.WriteTo(logWriter(h.Dir)))
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	var err error
+	h.Cluster, err = devenv.Start(ctx, devenv.Options{Simulated: o.Simulated, CRDDirs: []string{crdDir}, Dir: filepath.Join(h.Dir, "cluster"), Log: log})
+	if err != nil {
+		return err
+	}
+	h.Git, err = gitserver.Start(filepath.Join(h.Dir, "git"))
+	if err != nil {
+		return err
+	}
+	if _, h.GuardConfig, err = h.Cluster.AddUser("driftguard", []string{"system:masters"}); err != nil {
+		return err
+	}
+	if h.AliceKubeconfig, _, err = h.Cluster.AddUser("alice", []string{"system:masters", "dev"}); err != nil {
+		return err
+	}
+	if h.Admin, err = client.New(h.Cluster.Config, client.Options{Scheme: app.Scheme()}); err != nil {
+		return err
+	}
+	opts := app.DefaultOptions()
+	opts.WebhookAddr = "127.0.0.1:0"
+	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	opts.GitCacheDir = filepath.Join(h.Dir, "gitcache")
+	opts.AuditFile = h.AuditFile
+	opts.DefaultInterval = 5 * time.Second
+	opts.WebhookConfigName = "driftguard-" + filepath.Base(h.Dir)
+	if o.Guard != nil {
+		o.Guard(&opts)
+	}
+	h.done = make(chan error, 1)
+	go func() { h.done <- app.Run(ctx, h.GuardConfig, opts, log, h.Audit) }()
+	if opts.WebhookRegister {
+		return h.waitWebhook(ctx, opts.WebhookConfigName)
+	}
+	return nil
+}
+
+// waitWebhook waits until the guard registered its webhook configuration.
+func (h *Harness) waitWebhook(ctx context.Context, name string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-h.done:
+			return fmt.Errorf("guard stopped before registering its webhook: %v", err)
+		default:
+		}
+		if _, _, err := h.Cluster.Kubectl(ctx, h.Cluster.AdminKubeconfig, "get", "validatingwebhookconfiguration", name); err == nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("webhook configuration %s not registered within 60s; see %s", name, filepath.Join(h.Dir, "guard.log"))
+}
+
+// Stop stops the guard, the Git server and the cluster.
+func (h *Harness) Stop() {
+	if h.cancel != nil {
+		h.cancel()
+	}
+	if h.done != nil {
+		select {
+		case <-h.done:
+		case <-time.After(20 * time.Second):
+		}
+	}
+	if h.Git != nil {
+		_ = h.Git.Close()
+	}
+	if h.Cluster != nil {
+		_ = h.Cluster.Stop()
+	}
+	if os.Getenv("DRIFTGUARD_KEEP_E2E") == "" {
+		_ = os.RemoveAll(h.Dir)
+	}
+}
+
+// Kubectl runs kubectl as alice and returns its combined output.
+func (h *Harness) Kubectl(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, errOut, err := h.Cluster.Kubectl(ctx, h.AliceKubeconfig, args...)
+	return strings.TrimSpace(out + errOut), err
+}
+
+// Eventually polls cond until it returns nil or the timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if last = cond(); last == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func writeCRDs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return fs.WalkDir(config.CRDs, "crd", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := config.CRDs.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, d.Name()), b, 0o644)
+	})
+}
+
+func logWriter(dir string) *os.File {
+	f, err := os.Create(filepath.Join(dir, "guard.log"))
+	if err != nil {
+		return os.Stderr
+	}
+	return f
+}
+
+// LogContains reports whether the guard's log holds substr.
+func (h *Harness) LogContains(substr string) error {
+	b, err := os.ReadFile(filepath.Join(h.Dir, "guard.log"))
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(b), substr) {
+		return fmt.Errorf("guard log has no %q", substr)
+	}
+	return nil
+}
