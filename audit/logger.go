@@ -31,8 +31,7 @@ var defaultBackoff = []time.Duration{100 * time.Millisecond, 500 * time.Millisec
 type lifecycle int
 
 const (
-	stateNew      lifecycle = iota // constructed, Start not yet called: Log queues
-	stateRunning                   // the writer loop runs: Log queues
+	stateOpen     lifecycle = iota // before and while the writer loop runs: Log queues
 	stateDraining                  // the loop empties the queue: Log waits
 	stateStopped                   // the loop has ended, sinks are open: Log writes synchronously
 	stateClosed                    // sinks are closed: Log falls back to the process log
@@ -95,8 +94,9 @@ type Logger struct {
 	backoff      []time.Duration
 	drainTimeout time.Duration
 
-	mu       sync.RWMutex // guards state; held for reading while a record is sent to queue
+	mu       sync.RWMutex // guards state; held for reading while a record is sent to queue (until stopping is closed)
 	state    lifecycle
+	started  atomic.Bool // set by the first Start, or by Close when it drains itself
 	stopOnce sync.Once
 	stopping chan struct{} // closed when the writer loop is asked to stop
 	drained  chan struct{} // closed when the queue is empty and state is stateStopped
@@ -165,7 +165,7 @@ func (l *Logger) Log(ctx context.Context, r Record) {
 	for {
 		l.mu.RLock()
 		switch l.state {
-		case stateNew, stateRunning:
+		case stateOpen:
 			select {
 			case l.queue <- it:
 				l.mu.RUnlock()
@@ -212,13 +212,12 @@ func (l *Logger) Log(ctx context.Context, r Record) {
 // writes everything still queued (within 30 seconds) and returns nil. It
 // implements controller-runtime's manager.Runnable. Start may be called once.
 func (l *Logger) Start(ctx context.Context) error {
-	l.mu.Lock()
-	if l.state != stateNew || l.isStopping() {
-		l.mu.Unlock()
+	// Whoever sets started owns the queue: Start here, or Close for a Logger
+	// never started. Taking l.mu here could deadlock with a Log that waits on
+	// a full queue.
+	if !l.started.CompareAndSwap(false, true) {
 		return errors.New("start audit logger: already started or closed")
 	}
-	l.state = stateRunning
-	l.mu.Unlock()
 
 	// Writes outlive ctx: records queued before the end must still be written.
 	writeCtx := context.WithoutCancel(ctx)
@@ -247,7 +246,7 @@ func (l *Logger) Flush(ctx context.Context) error {
 	done := make(chan error, 1)
 	l.mu.RLock()
 	switch l.state {
-	case stateNew, stateRunning:
+	case stateOpen:
 		select {
 		case l.queue <- item{flush: done}:
 			l.mu.RUnlock()
@@ -291,11 +290,8 @@ func (l *Logger) waitDrained(ctx context.Context) error {
 func (l *Logger) Close() error {
 	l.closeOnce.Do(func() {
 		l.beginStop()
-		l.mu.Lock()
-		st := l.state
-		l.mu.Unlock()
-		if st == stateNew {
-			// Start can no longer begin (stopping is closed): drain here.
+		if l.started.CompareAndSwap(false, true) {
+			// Never started, and now it cannot be: drain here.
 			l.shutdown(context.Background())
 		}
 		<-l.drained

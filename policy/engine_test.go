@@ -72,7 +72,7 @@ func TestDefaultPolicy(t *testing.T) {
 		{"break-glass without annotation", []func(*Input){user("bob", "sre")}, Deny, "managed-by-git", ""},
 		{"break-glass wrong group", []func(*Input){user("alice", "dev"), breakGlass("INC-1")}, Deny, "managed-by-git", ""},
 		{"drift is reverted", []func(*Input){op("DRIFT")}, Revert, "self-heal", ""},
-		{"update denied", nil, Deny, "managed-by-git", "apps/web/deployment.yaml"},
+		{"update denied", nil, Deny, "managed-by-git", "managed by Git are not allowed"},
 		{"delete denied", []func(*Input){op("DELETE")}, Deny, "managed-by-git", "changes to objects managed by Git are not allowed"},
 		{"create denied", []func(*Input){op("CREATE")}, Deny, "managed-by-git", ""},
 		{"no source", []func(*Input){func(in *Input) { in.Source = Source{} }}, Deny, "managed-by-git", "changes to objects managed by Git are not allowed"},

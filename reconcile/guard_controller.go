@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -48,6 +49,9 @@ type GuardReconciler struct {
 	// DefaultInterval applies when a Guard sets none.
 	DefaultInterval time.Duration
 	Log             logr.Logger
+
+	mu        sync.Mutex
+	decorated map[string][2]*gitstore.Snapshot // guard -> {fetched, decorated}
 }
 
 // SetupWithManager registers the reconciler.
@@ -64,13 +68,13 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	var g v1alpha1.Guard
 	if err := r.Client.Get(ctx, req.NamespacedName, &g); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Store.Remove(req.Name)
+			r.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if !g.DeletionTimestamp.IsZero() {
-		r.Store.Remove(g.Name)
+		r.forget(g.Name)
 		return ctrl.Result{}, nil
 	}
 	before := g.Status.DeepCopy()
@@ -83,6 +87,15 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		err = errors.Join(err, perr)
 	}
 	return res, err
+}
+
+// forget drops a deleted Guard's desired state: its objects stay in the
+// cluster, unguarded.
+func (r *GuardReconciler) forget(guard string) {
+	r.Store.Remove(guard)
+	r.mu.Lock()
+	delete(r.decorated, guard)
+	r.mu.Unlock()
 }
 
 func (r *GuardReconciler) interval(g *v1alpha1.Guard) time.Duration {
@@ -126,7 +139,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	}
 
 	// 2. Publish the desired state so the informer and the webhook compare against it.
-	snap = r.decorate(g, snap)
+	snap = r.decorateOnce(g, snap)
 	r.Store.Set(g.Name, snap)
 
 	// 3. Apply.
@@ -173,6 +186,22 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
 	log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "took", time.Since(start).String())
 	return ctrl.Result{RequeueAfter: r.interval(g)}, nil
+}
+
+// decorateOnce decorates each fetched snapshot once: the fetcher returns the
+// same snapshot while the revision is unchanged.
+func (r *GuardReconciler) decorateOnce(g *v1alpha1.Guard, fetched *gitstore.Snapshot) *gitstore.Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d, ok := r.decorated[g.Name]; ok && d[0] == fetched {
+		return d[1]
+	}
+	out := r.decorate(g, fetched)
+	if r.decorated == nil {
+		r.decorated = map[string][2]*gitstore.Snapshot{}
+	}
+	r.decorated[g.Name] = [2]*gitstore.Snapshot{fetched, out}
+	return out
 }
 
 // decorate returns a snapshot whose objects carry the inventory label, and a

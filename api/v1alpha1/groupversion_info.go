@@ -6,17 +6,17 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
-var (
-	// GroupVersion is the API group and version of the Guard type.
-	GroupVersion = schema.GroupVersion{Group: "driftguard.io", Version: "v1alpha1"}
+// GroupVersion is the API group and version of the Guard type.
+var GroupVersion = schema.GroupVersion{Group: "driftguard.io", Version: "v1alpha1"}
 
-	// SchemeBuilder registers the types of this package with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
-
-	// AddToScheme adds the types of this package to a scheme.
-	AddToScheme = SchemeBuilder.AddToScheme
-)
+// AddToScheme adds the types of this package to a scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Guard{}, &GuardList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

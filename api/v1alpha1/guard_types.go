@@ -129,7 +129,3 @@ type GuardList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Guard `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Guard{}, &GuardList{})
-}

@@ -68,13 +68,21 @@ func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, di
 	if err != nil {
 		return err
 	}
-	defer cluster.Stop()
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			log.Error(err, "stop local cluster")
+		}
+	}()
 
 	git, err := gitserver.Start(filepath.Join(dir, "git"))
 	if err != nil {
 		return err
 	}
-	defer git.Close()
+	defer func() {
+		if err := git.Close(); err != nil {
+			log.Error(err, "stop Git server")
+		}
+	}()
 	repo, err := git.NewRepo("shop")
 	if err != nil {
 		return err
@@ -101,7 +109,7 @@ func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, di
 	selfHeal := true
 	guard := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop"},
-		Spec: v1alpha1.GuardSpec{URL: git.URL("shop"), Ref: "main", Interval: metav1.Duration{Duration: interval}, Prune: true, SelfHeal: &selfHeal},
+		Spec:       v1alpha1.GuardSpec{URL: git.URL("shop"), Ref: "main", Interval: metav1.Duration{Duration: interval}, Prune: true, SelfHeal: &selfHeal},
 	}
 	if err := c.Create(ctx, guard); err != nil {
 		return fmt.Errorf("create demo Guard: %w", err)

@@ -75,10 +75,6 @@ break_glass_member if {
 
 break_glass_reason := trim_space(object.get(input, ["annotations", break_glass_annotation], ""))
 
-deny_reason := sprintf(
-	"changes to objects managed by Git are not allowed; change %s in %s instead",
-	[input.source.path, input.source.url],
-) if {
-	input.source.path != ""
-	input.source.url != ""
-} else := "changes to objects managed by Git are not allowed"
+# The webhook's denial message names the Git file and revision; the reason
+# says why.
+deny_reason := "changes to objects managed by Git are not allowed"

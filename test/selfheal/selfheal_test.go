@@ -1,0 +1,196 @@
+// Package selfheal drives the drift watcher end to end with the admission
+// webhook switched off, so that manual changes reach the API server and must
+// be reverted by the informer.
+package selfheal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/test/harness"
+)
+
+var h *harness.Harness
+
+func TestMain(m *testing.M) {
+	var err error
+	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) { o.WebhookRegister = false }})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start harness:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	h.Stop()
+	os.Exit(code)
+}
+
+const manifests = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cfg
+  namespace: %[1]s
+data:
+  greeting: from git
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+  namespace: %[1]s
+stringData:
+  password: hunter2
+`
+
+func configMap(t *testing.T, ns string) (*corev1.ConfigMap, error) {
+	t.Helper()
+	var cm corev1.ConfigMap
+	err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cfg"}, &cm)
+	return &cm, err
+}
+
+func waitGreeting(t *testing.T, ns, want string) {
+	t.Helper()
+	harness.Eventually(t, 10*time.Second, "greeting back to "+want, func() error {
+		cm, err := configMap(t, ns)
+		if err != nil {
+			return err
+		}
+		if cm.Data["greeting"] != want {
+			return fmt.Errorf("greeting is %q", cm.Data["greeting"])
+		}
+		return nil
+	})
+}
+
+func TestManualPatchIsReverted(t *testing.T) {
+	t.Parallel()
+	const ns = "patch"
+	repo := h.NewGuard(t, "patch", true, map[string]string{"all.yaml": fmt.Sprintf(manifests, ns)})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+
+	if out, err := h.Kubectl(t, "patch", "configmap", "cfg", "-n", ns, "--type=merge", "-p", `{"data":{"greeting":"by hand"}}`); err != nil {
+		t.Fatalf("patch with the webhook off: %v %s", err, out)
+	}
+	waitGreeting(t, ns, "from git")
+	rec := h.Audit.Wait(t, 10*time.Second, "drift of cfg", func(r audit.Record) bool {
+		return r.Type == audit.Drift && r.Guard == repo.Guard && r.Object.Name == "cfg"
+	})
+	if rec.Manager != "kubectl-patch" || len(rec.Fields) != 1 || rec.Fields[0].Path != "/data/greeting" ||
+		rec.Fields[0].Desired != "from git" || rec.Fields[0].Live != "by hand" {
+		t.Fatalf("drift record must name the field manager and the field diff: %+v", rec)
+	}
+	if rec.Source == nil || rec.Source.Path != "all.yaml" || rec.Source.Line != 6 {
+		t.Fatalf("drift record must name file and line: %+v", rec.Source)
+	}
+	h.Audit.Wait(t, 10*time.Second, "revert of cfg", func(r audit.Record) bool {
+		return r.Type == audit.Revert && r.Guard == repo.Guard && r.Object.Name == "cfg" && r.Manager == "kubectl-patch"
+	})
+}
+
+func TestDeletedObjectIsRecreated(t *testing.T) {
+	t.Parallel()
+	const ns = "delete"
+	repo := h.NewGuard(t, "delete", true, map[string]string{"all.yaml": fmt.Sprintf(manifests, ns)})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	before, err := configMap(t, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := h.Kubectl(t, "delete", "configmap", "cfg", "-n", ns); err != nil {
+		t.Fatalf("delete: %v %s", err, out)
+	}
+	harness.Eventually(t, 10*time.Second, "cfg recreated", func() error {
+		cm, err := configMap(t, ns)
+		if err != nil {
+			return err
+		}
+		if cm.UID == before.UID {
+			return fmt.Errorf("still the old object")
+		}
+		return nil
+	})
+	h.Audit.Wait(t, 10*time.Second, "recreate of cfg", func(r audit.Record) bool {
+		return r.Type == audit.Recreate && r.Guard == repo.Guard && r.Object.Name == "cfg"
+	})
+}
+
+func TestSecretDriftIsRedacted(t *testing.T) {
+	t.Parallel()
+	const ns = "secret"
+	repo := h.NewGuard(t, "secret", true, map[string]string{"all.yaml": fmt.Sprintf(manifests, ns)})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	if out, err := h.Kubectl(t, "patch", "secret", "creds", "-n", ns, "--type=merge", "-p", `{"stringData":{"password":"letmein"}}`); err != nil {
+		t.Fatalf("patch secret: %v %s", err, out)
+	}
+	rec := h.Audit.Wait(t, 10*time.Second, "drift of creds", func(r audit.Record) bool {
+		return r.Type == audit.Drift && r.Object.Name == "creds"
+	})
+	for _, f := range rec.Fields {
+		for _, v := range []any{f.Desired, f.Live} {
+			s := fmt.Sprint(v)
+			if s == "hunter2" || s == "letmein" || s == "aHVudGVyMg==" || s == "bGV0bWVpbg==" {
+				t.Fatalf("secret value in audit record: %+v", rec)
+			}
+		}
+	}
+	harness.Eventually(t, 10*time.Second, "secret reverted", func() error {
+		var s corev1.Secret
+		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "creds"}, &s); err != nil {
+			return err
+		}
+		if string(s.Data["password"]) != "hunter2" {
+			return fmt.Errorf("password not reverted")
+		}
+		return nil
+	})
+}
+
+func TestSelfHealOffRecordsButKeeps(t *testing.T) {
+	t.Parallel()
+	const ns = "noheal"
+	repo := h.NewGuard(t, "noheal", true, map[string]string{"all.yaml": fmt.Sprintf(manifests, ns)})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	g := h.Guard(t, repo.Guard)
+	off := false
+	g.Spec.SelfHeal = &off
+	g.Spec.Interval = metav1.Duration{Duration: time.Hour}
+	if err := h.Admin.Update(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 10*time.Second, "spec observed", func() error {
+		g := h.Guard(t, repo.Guard)
+		if g.Status.ObservedGeneration != g.Generation || meta.IsStatusConditionFalse(g.Status.Conditions, v1alpha1.ConditionReady) {
+			return fmt.Errorf("generation %d observed %d", g.Generation, g.Status.ObservedGeneration)
+		}
+		return nil
+	})
+	if out, err := h.Kubectl(t, "patch", "configmap", "cfg", "-n", ns, "--type=merge", "-p", `{"data":{"greeting":"accepted"}}`); err != nil {
+		t.Fatalf("patch: %v %s", err, out)
+	}
+	h.Audit.Wait(t, 10*time.Second, "drift recorded", func(r audit.Record) bool {
+		return r.Type == audit.Drift && r.Guard == repo.Guard && r.Object.Name == "cfg"
+	})
+	if got := h.Audit.Find(func(r audit.Record) bool { return r.Type == audit.Revert && r.Guard == repo.Guard }); len(got) != 0 {
+		t.Fatalf("reverted with selfHeal off: %+v", got)
+	}
+	cm, err := configMap(t, ns)
+	if err != nil || cm.Data["greeting"] != "accepted" {
+		t.Fatalf("change was not kept: %v %v", err, cm.Data)
+	}
+}
