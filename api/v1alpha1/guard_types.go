@@ -42,10 +42,58 @@ type GuardSpec struct {
 	// +optional
 	SelfHeal *bool `json:"selfHeal,omitempty"`
 
+	// Enforcement is what the admission webhook does with a manual change a
+	// policy denies: deny it, only warn, or only record it (dryrun).
+	// +kubebuilder:validation:Enum=deny;warn;dryrun
+	// +kubebuilder:default=deny
+	// +optional
+	Enforcement Enforcement `json:"enforcement,omitempty"`
+
+	// Ignore lists fields that are never drift, for objects the rule matches:
+	// fields other controllers own (an HPA's replicas, injected sidecars).
+	// +optional
+	Ignore []IgnoreRule `json:"ignore,omitempty"`
+
 	// SecretRef names a Secret in the guard's namespace with Git credentials
 	// (keys username and password, or bearerToken).
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
+}
+
+// Enforcement modes of a Guard.
+type Enforcement string
+
+// Enforcement values.
+const (
+	EnforcementDeny   Enforcement = "deny"
+	EnforcementWarn   Enforcement = "warn"
+	EnforcementDryRun Enforcement = "dryrun"
+)
+
+// IgnoreRule hides fields from the comparison for the objects it matches.
+// Empty match fields match everything.
+type IgnoreRule struct {
+	// Group of the objects (empty: any group).
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Kind of the objects (empty: any).
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Namespace of the objects (empty: any).
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the objects (empty: any).
+	// +optional
+	Name string `json:"name,omitempty"`
+	// JSONPointers (RFC 6901) of fields to ignore, e.g. /spec/replicas.
+	// +optional
+	JSONPointers []string `json:"jsonPointers,omitempty"`
+	// JQPathExpressions select fields to ignore, e.g. .spec.template.spec.containers[] | select(.name == "istio-proxy").
+	// +optional
+	JQPathExpressions []string `json:"jqPathExpressions,omitempty"`
+	// ManagedFieldsManagers: fields owned by these field managers (e.g. kube-controller-manager, an HPA) are ignored.
+	// +optional
+	ManagedFieldsManagers []string `json:"managedFieldsManagers,omitempty"`
 }
 
 // SecretReference names a Secret.
