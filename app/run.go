@@ -171,7 +171,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		return err
 	}
 	log.Info("starting driftguard", "webhook", o.WebhookAddr, "policy", engine.Revision())
-	return mgr.Start(ctx)
+	err = mgr.Start(ctx)
+	if cerr := auditLog.Close(); cerr != nil {
+		log.Error(cerr, "close audit log")
+	}
+	return err
 }
 
 // registrar creates the webhook configuration once the server listens.

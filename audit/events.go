@@ -23,9 +23,9 @@ const (
 	// size of the batch, so a slow API server cannot hold up the other sinks
 	// for long.
 	defaultEventTimeout = 2 * time.Second
-	// maxeventMessage is the longest message the API server takes from
+	// maxEventMessage is the longest message the API server takes from
 	// events.k8s.io; core/v1 takes more, but a longer one is not legible.
-	maxeventMessage = 1024
+	maxEventMessage = 1024
 	// rememberedEvents is how many created event names the sink keeps, so a
 	// retried batch does not create its events twice.
 	rememberedEvents = 4096
@@ -212,8 +212,8 @@ func eventName(objName, digest string) string {
 		}
 	}
 	base := strings.Trim(b.String(), "-.")
-	if max := 253 - 1 - len(digest); len(base) > max {
-		base = strings.Trim(base[:max], "-.")
+	if limit := 253 - 1 - len(digest); len(base) > limit {
+		base = strings.Trim(base[:limit], "-.")
 	}
 	if base == "" {
 		base = "driftguard"
@@ -319,7 +319,7 @@ func eventMessage(r Record) string {
 	if r.DryRun {
 		b.WriteString("; dry run")
 	}
-	return truncate(b.String(), maxeventMessage)
+	return truncate(b.String(), maxEventMessage)
 }
 
 func summary(r Record) string {

@@ -240,8 +240,9 @@ func (l *Logger) NeedLeaderElection() bool { return false }
 
 // Flush waits until every record logged before the call has been written to
 // the sinks (or has failed after retries). It returns the sink failures seen
-// since the previous Flush, or ctx's error when ctx ends first. Flush on a
-// stopped or closed Logger returns nil at once: it has no queue left.
+// since the previous Flush, or ctx's error when ctx ends first. Before Start,
+// Flush waits for Start. Flush on a stopped or closed Logger returns nil at
+// once: it has no queue left.
 func (l *Logger) Flush(ctx context.Context) error {
 	done := make(chan error, 1)
 	l.mu.RLock()
@@ -339,15 +340,6 @@ func (l *Logger) SinkErrors() map[string]error {
 }
 
 func (l *Logger) beginStop() { l.stopOnce.Do(func() { close(l.stopping) }) }
-
-func (l *Logger) isStopping() bool {
-	select {
-	case <-l.stopping:
-		return true
-	default:
-		return false
-	}
-}
 
 // shutdown empties the queue and moves to stateStopped. It runs once, on the
 // writer loop or, for a Logger never started, in Close.

@@ -109,6 +109,7 @@ func TestRedactValue(t *testing.T) {
 		want string
 	}{
 		{"string is hashed as JSON", "hunter2", digest(`"hunter2"`)},
+		{"example in docs/audit.md", "hunter2", "sha256:4ddbb67bf993"},
 		{"number", 42, digest(`42`)},
 		{"nil", nil, digest(`null`)},
 		{"map keys sorted", map[string]any{"b": 1, "a": 2}, digest(`{"a":2,"b":1}`)},

@@ -49,6 +49,12 @@ type GuardSpec struct {
 	// +optional
 	Enforcement Enforcement `json:"enforcement,omitempty"`
 
+	// BreakGlassTTL is how long a break-glass change is kept before it is
+	// reverted, unless Git adopts it first.
+	// +kubebuilder:default="1h"
+	// +optional
+	BreakGlassTTL *metav1.Duration `json:"breakGlassTTL,omitempty"`
+
 	// Ignore lists fields that are never drift, for objects the rule matches:
 	// fields other controllers own (an HPA's replicas, injected sidecars).
 	// +optional

@@ -77,6 +77,11 @@ func (in *GuardSpec) DeepCopyInto(out *GuardSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.BreakGlassTTL != nil {
+		in, out := &in.BreakGlassTTL, &out.BreakGlassTTL
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Ignore != nil {
 		in, out := &in.Ignore, &out.Ignore
 		*out = make([]IgnoreRule, len(*in))

@@ -1,0 +1,43 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Annotations driftguard reads or writes on managed objects.
+const (
+	// ChangedByAnnotation is stamped by the mutating webhook on an admitted
+	// manual change, so the drift that follows names a person.
+	ChangedByAnnotation = "driftguard.io/changed-by"
+	// BreakGlassAnnotation carries the reason of a break-glass change.
+	BreakGlassAnnotation = "driftguard.io/break-glass"
+	// EnforcementAnnotation, set in Git on an object, overrides its Guard's
+	// enforcement: deny, revert, warn or off.
+	EnforcementAnnotation = "driftguard.io/enforcement"
+)
+
+// ChangedBy is the value of ChangedByAnnotation.
+//
+// +kubebuilder:object:generate=false
+type ChangedBy struct {
+	User       string    `json:"user"`
+	Groups     []string  `json:"groups,omitempty"`
+	Time       time.Time `json:"time"`
+	RequestUID string    `json:"requestUID,omitempty"`
+}
+
+// String encodes the stamp as the annotation value.
+func (c ChangedBy) String() string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// ParseChangedBy decodes an annotation value; ok is false when it is not a stamp.
+func ParseChangedBy(s string) (ChangedBy, bool) {
+	var c ChangedBy
+	if s == "" || json.Unmarshal([]byte(s), &c) != nil || c.User == "" {
+		return ChangedBy{}, false
+	}
+	return c, true
+}
