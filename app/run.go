@@ -150,12 +150,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		return err
 	}
 	validator := &webhook.Validator{
-		Store: store, Policy: engine, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
+		Store: store, Policy: engine, Settings: settings, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
 		FailClosed: o.FailurePolicy == "Fail", MaxInFlight: o.MaxInFlight,
 		Deadline: o.WebhookTimeout * 4 / 5, Log: log.WithName("webhook"),
 	}
 	validator.Init()
-	server := webhook.NewServer(o.WebhookAddr, certs.Serving, validator, log.WithName("webhook"))
+	stamper := &webhook.Stamper{Store: store, Log: log.WithName("webhook")}
+	server := webhook.NewServer(o.WebhookAddr, certs.Serving, validator, stamper, log.WithName("webhook"))
 	if err := mgr.Add(server); err != nil {
 		return err
 	}
@@ -242,13 +243,39 @@ func (r reverter) Revert(ctx context.Context, desired *unstructured.Unstructured
 	return err
 }
 
+func (r reverter) ClearAnnotations(ctx context.Context, live *unstructured.Unstructured, keys ...string) error {
+	return r.a.ClearAnnotations(ctx, live, keys...)
+}
+
 // guardSettings reads per-Guard settings from the manager's cache.
 type guardSettings struct{ c client.Client }
 
-func (s *guardSettings) SelfHeal(guard string) bool {
+func (s *guardSettings) guard(name string) (*v1alpha1.Guard, bool) {
 	var g v1alpha1.Guard
-	if err := s.c.Get(context.Background(), client.ObjectKey{Name: guard}, &g); err != nil {
-		return true
+	if err := s.c.Get(context.Background(), client.ObjectKey{Name: name}, &g); err != nil {
+		return nil, false
 	}
-	return g.SelfHealEnabled()
+	return &g, true
+}
+
+// SelfHeal is on unless the Guard turns it off.
+func (s *guardSettings) SelfHeal(guard string) bool {
+	g, ok := s.guard(guard)
+	return !ok || g.SelfHealEnabled()
+}
+
+// Enforcement is the Guard's mode, deny when unset.
+func (s *guardSettings) Enforcement(guard string) string {
+	if g, ok := s.guard(guard); ok && g.Spec.Enforcement != "" {
+		return string(g.Spec.Enforcement)
+	}
+	return string(v1alpha1.EnforcementDeny)
+}
+
+// BreakGlassTTL is how long a break-glass change is kept, 1h when unset.
+func (s *guardSettings) BreakGlassTTL(guard string) time.Duration {
+	if g, ok := s.guard(guard); ok && g.Spec.BreakGlassTTL != nil && g.Spec.BreakGlassTTL.Duration > 0 {
+		return g.Spec.BreakGlassTTL.Duration
+	}
+	return time.Hour
 }

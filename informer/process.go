@@ -2,11 +2,14 @@ package informer
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
@@ -63,12 +66,26 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 
 	who := attribute(live)
 	decision := w.decide(ctx, guard, want, live, changes, who, operation)
-	rec := audit.Record{
-		Type: audit.Drift, Guard: guard, User: who.user, Manager: who.manager, Operation: operation,
-		Object: auditObject(want), Fields: auditFields(changes), Action: string(decision.Action),
-		Reason: decision.Reason, Rule: decision.Rule, Source: auditSource(want.Source),
+	expired := false
+	if decision.Action == policy.Allow && decision.Rule == "break-glass" && live != nil {
+		// Kept for the Guard's TTL from the change, then reverted unless Git adopted it.
+		if left := who.at.Add(w.Settings.BreakGlassTTL(guard)).Sub(seen); left > 0 {
+			w.queue.AddAfter(it, left)
+		} else {
+			expired = true
+			decision = policy.Decision{Action: policy.Revert, Rule: "break-glass-expired",
+				Reason: fmt.Sprintf("break-glass by %s expired after %s; Git did not adopt the change", who.user, w.Settings.BreakGlassTTL(guard))}
+		}
 	}
-	w.Audit.Log(ctx, rec)
+	rec := audit.Record{
+		Type: audit.Drift, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
+		Object: auditObject(want), Fields: auditFields(changes), Action: string(decision.Action),
+		Reason: decision.Reason, Rule: decision.Rule, PolicyRevision: w.policyRevision(), Source: auditSource(want.Source),
+	}
+	if expired || !w.state.recordedBefore(it, live, decision) {
+		w.Audit.Log(ctx, rec)
+	}
+	w.state.accept(it, decision.Action == policy.Allow || decision.Action == policy.Warn)
 
 	if !w.Settings.SelfHeal(guard) || (decision.Action != policy.Revert && decision.Action != policy.Deny) {
 		return nil
@@ -78,6 +95,11 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 			Source: rec.Source, Error: err.Error()})
 		return err
 	}
+	if expired {
+		if err := w.Reverter.ClearAnnotations(ctx, live, v1alpha1.BreakGlassAnnotation, v1alpha1.ChangedByAnnotation); err != nil {
+			w.Log.Error(err, "clear break-glass annotations", "object", it.key().String())
+		}
+	}
 	if live != nil {
 		w.state.reverted(it, live.GetResourceVersion())
 	}
@@ -85,19 +107,29 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	if live == nil {
 		typ = audit.Recreate
 	}
-	w.Audit.Log(ctx, audit.Record{Type: typ, Guard: guard, User: who.user, Manager: who.manager, Operation: operation,
-		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Source: rec.Source,
+	w.Audit.Log(ctx, audit.Record{Type: typ, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
+		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Rule: decision.Rule, Source: rec.Source,
 		DurationMS: float64(time.Since(seen).Microseconds()) / 1000})
 	return nil
 }
 
+func (w *Watcher) policyRevision() string {
+	if r, ok := w.Policy.(interface{ Revision() string }); ok {
+		return r.Revision()
+	}
+	return ""
+}
+
 func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured, changes []drift.Change, who attribution, operation string) policy.Decision {
+	if want.Obj.GetAnnotations()[v1alpha1.EnforcementAnnotation] == "off" {
+		return policy.Decision{Action: policy.Allow, Reason: "enforcement off for this object in Git", Rule: "enforcement-off"}
+	}
 	if w.Policy == nil {
 		return policy.Decision{Action: policy.Revert, Reason: "no policy configured", Rule: "self-heal"}
 	}
 	in := policy.Input{
 		Operation: "DRIFT",
-		User:      policy.User{Username: who.user},
+		User:      policy.User{Username: who.user, Groups: who.groups, ServiceAccount: strings.HasPrefix(who.user, "system:serviceaccount:")},
 		Resource:  policyResource(want),
 		Desired:   drift.RedactObject(want.Obj.Object),
 		Drift:     policyChanges(changes),
@@ -119,32 +151,44 @@ func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Objec
 	return d
 }
 
-// attribution says who last changed an object, from its managed fields: the
-// newest entry of a manager other than the guard.
+// attribution says who last changed an object: the person the mutating
+// webhook stamped when the stamp belongs to the newest change, otherwise the
+// newest field manager other than the guard.
 type attribution struct {
 	user    string
+	groups  []string
 	manager string
+	at      time.Time
 }
 
+// stampSlack allows for managed-fields times having whole seconds.
+const stampSlack = 2 * time.Second
+
 func attribute(live *unstructured.Unstructured) attribution {
+	unknown := attribution{user: "unknown", manager: "unknown", at: time.Now()}
 	if live == nil {
-		return attribution{user: "unknown", manager: "unknown"}
+		return unknown
 	}
 	var best attribution
-	var bestTime time.Time
 	for _, mf := range live.GetManagedFields() {
-		if mf.Manager == "driftguard" || mf.Time == nil {
+		if mf.Manager == reconcileManager || mf.Time == nil {
 			continue
 		}
-		if t := mf.Time.Time; best.manager == "" || t.After(bestTime) {
-			best, bestTime = attribution{manager: mf.Manager, user: mf.Manager}, t
+		if t := mf.Time.Time; best.manager == "" || t.After(best.at) {
+			best = attribution{manager: mf.Manager, user: mf.Manager, at: t}
 		}
 	}
 	if best.manager == "" {
-		best = attribution{user: "unknown", manager: "unknown"}
+		return unknown
+	}
+	if stamp, ok := v1alpha1.ParseChangedBy(live.GetAnnotations()[v1alpha1.ChangedByAnnotation]); ok && !stamp.Time.Before(best.at.Add(-stampSlack)) {
+		best.user, best.groups, best.at = stamp.User, stamp.Groups, stamp.Time
 	}
 	return best
 }
+
+// reconcileManager is the guard's own field manager; its writes are never drift.
+const reconcileManager = "driftguard"
 
 func policyResource(o *gitstore.Object) policy.Resource {
 	gvk := o.Obj.GroupVersionKind()
@@ -182,10 +226,44 @@ type driftState struct {
 	mu       sync.Mutex
 	drifted  map[item]string // item -> guard
 	revertRV map[item]string
+	recorded map[item]string // item -> live state and action last recorded
+	accepted map[item]bool   // drift the policy accepted (break-glass, warn, enforcement off)
+}
+
+func (s *driftState) accept(it item, accepted bool) {
+	s.mu.Lock()
+	if accepted {
+		s.accepted[it] = true
+	} else {
+		delete(s.accepted, it)
+	}
+	s.mu.Unlock()
+}
+
+func (s *driftState) isAccepted(it item) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted[it]
 }
 
 func newDriftState() *driftState {
-	return &driftState{drifted: map[item]string{}, revertRV: map[item]string{}}
+	return &driftState{drifted: map[item]string{}, revertRV: map[item]string{}, recorded: map[item]string{}, accepted: map[item]bool{}}
+}
+
+// recordedBefore reports whether this live state was already recorded with
+// this action, and remembers it: one drift record per object state.
+func (s *driftState) recordedBefore(it item, live *unstructured.Unstructured, d policy.Decision) bool {
+	state := "deleted/" + string(d.Action)
+	if live != nil {
+		state = live.GetResourceVersion() + "/" + string(d.Action)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recorded[it] == state {
+		return true
+	}
+	s.recorded[it] = state
+	return false
 }
 
 func (s *driftState) mark(it item, guard string) {
@@ -198,6 +276,8 @@ func (s *driftState) clear(it item) {
 	s.mu.Lock()
 	delete(s.drifted, it)
 	delete(s.revertRV, it)
+	delete(s.recorded, it)
+	delete(s.accepted, it)
 	s.mu.Unlock()
 }
 

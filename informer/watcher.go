@@ -24,6 +24,9 @@ import (
 // Reverter puts a desired object back into the cluster.
 type Reverter interface {
 	Revert(ctx context.Context, desired *unstructured.Unstructured) error
+	// ClearAnnotations removes annotations the guard's bookkeeping left on
+	// a live object (a break-glass reason and its stamp, once expired).
+	ClearAnnotations(ctx context.Context, live *unstructured.Unstructured, keys ...string) error
 }
 
 // Decider is the policy asked what to do about a drift.
@@ -31,9 +34,11 @@ type Decider interface {
 	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
 }
 
-// Settings tells, per guard, whether drift is reverted.
+// Settings tells, per guard, whether drift is reverted and for how long a
+// break-glass change is kept.
 type Settings interface {
 	SelfHeal(guard string) bool
+	BreakGlassTTL(guard string) time.Duration
 }
 
 // Watcher runs one informer per managed kind and a work queue that compares
@@ -229,6 +234,16 @@ func getCached(inf cache.SharedIndexInformer, namespace, name string) *unstructu
 	}
 	u, _ := obj.(*unstructured.Unstructured)
 	return u
+}
+
+// Accepted reports whether the object differs from Git with the policy's
+// consent (break-glass, warn, enforcement off): a full reconcile of the same
+// revision leaves it alone.
+func (w *Watcher) Accepted(gvk schema.GroupVersionKind, namespace, name string) bool {
+	w.mu.Lock()
+	st := w.state
+	w.mu.Unlock()
+	return st != nil && st.isAccepted(item{gvk: gvk, namespace: namespace, name: name})
 }
 
 // Drifted returns how many objects of the guard differ from Git right now.

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/drift"
@@ -126,6 +128,26 @@ func createdJustNow(u *unstructured.Unstructured) bool {
 	}
 	created := u.GetCreationTimestamp()
 	return mf[0].Time.Equal(&created)
+}
+
+// ClearAnnotations removes annotations from a live object with a merge patch.
+func (a *Applier) ClearAnnotations(ctx context.Context, live *unstructured.Unstructured, keys ...string) error {
+	ann := make(map[string]any, len(keys))
+	for _, k := range keys {
+		ann[k] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(live.GroupVersionKind())
+	obj.SetNamespace(live.GetNamespace())
+	obj.SetName(live.GetName())
+	if err := a.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil && !IsNotFoundOrGone(err) {
+		return fmt.Errorf("clear annotations of %s/%s: %w", live.GetNamespace(), live.GetName(), err)
+	}
+	return nil
 }
 
 // stage splits objects into definitions that others depend on, and the rest.

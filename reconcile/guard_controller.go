@@ -30,9 +30,11 @@ type Fetcher interface {
 	Fetch(ctx context.Context, req gitstore.Request) (string, *gitstore.Snapshot, error)
 }
 
-// DriftCounter reports how many objects of a guard differ from Git right now.
-type DriftCounter interface {
+// DriftState is what the drift watcher knows: how many objects of a guard
+// differ from Git, and which differences the policy accepted.
+type DriftState interface {
 	Drifted(guard string) int
+	Accepted(gvk schema.GroupVersionKind, namespace, name string) bool
 }
 
 // GuardReconciler keeps the cluster equal to the Git source of each Guard:
@@ -43,7 +45,7 @@ type GuardReconciler struct {
 	Store   *gitstore.Store
 	Applier *Applier
 	Audit   *audit.Logger
-	Drift   DriftCounter
+	Drift   DriftState
 	// SecretNamespace is where spec.secretRef is looked up when it names no namespace.
 	SecretNamespace string
 	// DefaultInterval applies when a Guard sets none.
@@ -145,7 +147,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	// 3. Apply.
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: "applying " + short(rev)})
 	start := time.Now()
-	cs, applyErr := r.Applier.Apply(ctx, snap.Objects)
+	cs, applyErr := r.Applier.Apply(ctx, r.toApply(g, rev, snap))
 	for _, e := range cs {
 		if e.Action == Unchanged {
 			continue
@@ -186,6 +188,26 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
 	log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "took", time.Since(start).String())
 	return ctrl.Result{RequeueAfter: r.interval(g)}, nil
+}
+
+// toApply selects what a reconcile applies. A new revision is applied whole.
+// The same revision again corrects drift only where self-heal is on, and
+// leaves alone the drift the policy accepted (break-glass until its TTL, warn,
+// enforcement off), which the drift watcher owns.
+func (r *GuardReconciler) toApply(g *v1alpha1.Guard, rev string, snap *gitstore.Snapshot) []*gitstore.Object {
+	if rev != g.Status.LastAppliedRevision || r.Drift == nil {
+		return snap.Objects
+	}
+	if !g.SelfHealEnabled() {
+		return nil
+	}
+	out := make([]*gitstore.Object, 0, len(snap.Objects))
+	for _, o := range snap.Objects {
+		if !r.Drift.Accepted(o.Obj.GroupVersionKind(), o.Key.Namespace, o.Key.Name) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // decorateOnce decorates each fetched snapshot once: the fetcher returns the

@@ -5,8 +5,9 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -37,6 +38,7 @@ type Registration struct {
 // Paths the webhook server serves.
 const (
 	ValidatePath = "/validate"
+	MutatePath   = "/mutate"
 	HealthPath   = "/healthz"
 )
 
@@ -86,46 +88,66 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 	}
 }
 
+// MutatingConfiguration builds the MutatingWebhookConfiguration that stamps
+// who changed a managed object. It always fails open: a missing stamp only
+// makes a drift record name a field manager instead of a person.
+func (r Registration) MutatingConfiguration() *admissionregistrationv1.MutatingWebhookConfiguration {
+	v := r.Configuration().Webhooks[0]
+	ignore := admissionregistrationv1.Ignore
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	cc := r.clientConfigFor(MutatePath)
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{"app.kubernetes.io/managed-by": "driftguard"}},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "stamp.driftguard.io", ClientConfig: cc,
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule:       v.Rules[0].Rule,
+			}},
+			FailurePolicy: &ignore, MatchPolicy: v.MatchPolicy, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds,
+			AdmissionReviewVersions: v.AdmissionReviewVersions, NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector,
+			ReinvocationPolicy: &never,
+		}},
+	}
+}
+
 func (r Registration) clientConfig() admissionregistrationv1.WebhookClientConfig {
+	return r.clientConfigFor(ValidatePath)
+}
+
+func (r Registration) clientConfigFor(path string) admissionregistrationv1.WebhookClientConfig {
 	if r.ServiceName != "" {
-		path := ValidatePath
 		port := r.ServicePort
 		return admissionregistrationv1.WebhookClientConfig{CABundle: r.CABundle, Service: &admissionregistrationv1.ServiceReference{
 			Namespace: r.ServiceNamespace, Name: r.ServiceName, Path: &path, Port: &port,
 		}}
 	}
-	url := r.URL + ValidatePath
+	url := r.URL + path
 	return admissionregistrationv1.WebhookClientConfig{CABundle: r.CABundle, URL: &url}
 }
 
-// Register creates or updates the webhook configuration.
+// Register creates or updates both webhook configurations with server-side
+// apply, so re-registering after a restart (with a new CA) replaces them.
 func Register(ctx context.Context, c client.Client, r Registration) error {
-	want := r.Configuration()
-	var have admissionregistrationv1.ValidatingWebhookConfiguration
-	err := c.Get(ctx, client.ObjectKey{Name: r.Name}, &have)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := c.Create(ctx, want); err != nil {
-			return fmt.Errorf("create ValidatingWebhookConfiguration %s: %w", r.Name, err)
+	for _, obj := range []client.Object{r.Configuration(), r.MutatingConfiguration()} {
+		u, err := toUnstructured(obj)
+		if err != nil {
+			return err
 		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("get ValidatingWebhookConfiguration %s: %w", r.Name, err)
-	}
-	have.Webhooks = want.Webhooks
-	have.Labels = want.Labels
-	if err := c.Update(ctx, &have); err != nil {
-		return fmt.Errorf("update ValidatingWebhookConfiguration %s: %w", r.Name, err)
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("driftguard"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("register %s %s: %w", u.GetKind(), r.Name, err)
+		}
 	}
 	return nil
 }
 
-// Unregister deletes the webhook configuration, so that a stopped guard does
-// not leave the API server calling nobody.
-func Unregister(ctx context.Context, c client.Client, name string) error {
-	obj := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete ValidatingWebhookConfiguration %s: %w", name, err)
+func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("convert %T: %w", obj, err)
 	}
-	return nil
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
 }

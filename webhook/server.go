@@ -17,15 +17,16 @@ type Server struct {
 	Addr      string
 	Cert      tls.Certificate
 	Validator http.Handler
+	Mutator   http.Handler
 	Log       logr.Logger
 
 	ready chan struct{}
 	addr  net.Addr
 }
 
-// NewServer returns a server for the validator on addr.
-func NewServer(addr string, cert tls.Certificate, validator http.Handler, log logr.Logger) *Server {
-	return &Server{Addr: addr, Cert: cert, Validator: validator, Log: log, ready: make(chan struct{})}
+// NewServer returns a server for the validator and mutator (may be nil) on addr.
+func NewServer(addr string, cert tls.Certificate, validator, mutator http.Handler, log logr.Logger) *Server {
+	return &Server{Addr: addr, Cert: cert, Validator: validator, Mutator: mutator, Log: log, ready: make(chan struct{})}
 }
 
 // BoundAddr waits until the server listens and returns its address.
@@ -42,6 +43,9 @@ func (s *Server) BoundAddr(ctx context.Context) (net.Addr, error) {
 func (s *Server) Start(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle(ValidatePath, s.Validator)
+	if s.Mutator != nil {
+		mux.Handle(MutatePath, s.Mutator)
+	}
 	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {

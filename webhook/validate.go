@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
@@ -26,12 +27,19 @@ type Decider interface {
 	Revision() string
 }
 
+// Settings tells the webhook how a Guard enforces.
+type Settings interface {
+	// Enforcement is deny, warn or dryrun.
+	Enforcement(guard string) string
+}
+
 // Validator answers validating admission reviews for managed objects.
 type Validator struct {
-	Store  *gitstore.Store
-	Policy Decider
-	Mapper meta.RESTMapper
-	Audit  *audit.Logger
+	Store    *gitstore.Store
+	Policy   Decider
+	Settings Settings
+	Mapper   meta.RESTMapper
+	Audit    *audit.Logger
 	// FailClosed denies a change the guard cannot decide (policy error,
 	// overload); otherwise such a change is admitted with a warning.
 	FailClosed bool
@@ -50,31 +58,13 @@ const maxBody = 16 << 20
 
 // ServeHTTP decodes one AdmissionReview, reviews it and writes the answer.
 func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "driftguard: admission reviews are POSTed", http.StatusMethodNotAllowed)
-		return
-	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		http.Error(w, fmt.Sprintf("driftguard: content type %q is not application/json", ct), http.StatusUnsupportedMediaType)
-		return
-	}
-	var review admissionv1.AdmissionReview
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&review); err != nil {
-		v.Log.Info("malformed admission review", "error", err.Error(), "remote", r.RemoteAddr)
-		http.Error(w, "driftguard: malformed AdmissionReview: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if review.Request == nil {
-		http.Error(w, "driftguard: AdmissionReview has no request", http.StatusBadRequest)
+	review, ok := decodeReview(w, r, v.Log)
+	if !ok {
 		return
 	}
 	resp := v.Review(r.Context(), review.Request)
 	resp.UID = review.Request.UID
-	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Response: resp}
-	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(&out); err != nil {
-		v.Log.Error(err, "write admission response")
-	}
+	writeReview(w, resp, v.Log)
 }
 
 // Review decides one admission request.
@@ -132,6 +122,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		v.Log.Error(err, "policy failed", "object", key.String())
 		return v.undecided(req, "policy error: "+err.Error())
 	}
+	d = v.enforce(guard, want, d)
 	v.Audit.Log(ctx, audit.Record{
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
 		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: in.Resource.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
@@ -149,6 +140,35 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 	default: // allow, and revert (the informer puts Git's state back)
 		return allowed()
 	}
+}
+
+// enforce applies the object's enforcement annotation from Git, then the
+// Guard's enforcement mode, to a policy's decision.
+func (v *Validator) enforce(guard string, want *gitstore.Object, d policy.Decision) policy.Decision {
+	if d.Action != policy.Deny {
+		return d
+	}
+	switch want.Obj.GetAnnotations()[v1alpha1.EnforcementAnnotation] {
+	case "off":
+		return policy.Decision{Action: policy.Allow, Rule: d.Rule, Reason: d.Reason + " (enforcement off for this object in Git)"}
+	case "revert":
+		return policy.Decision{Action: policy.Revert, Rule: d.Rule, Reason: d.Reason + " (admitted and reverted: enforcement revert in Git)"}
+	case "warn":
+		return policy.Decision{Action: policy.Warn, Rule: d.Rule, Reason: d.Reason + " (enforcement warn in Git)"}
+	case "deny":
+		return d
+	}
+	mode := string(v1alpha1.EnforcementDeny)
+	if v.Settings != nil {
+		mode = v.Settings.Enforcement(guard)
+	}
+	switch v1alpha1.Enforcement(mode) {
+	case v1alpha1.EnforcementWarn:
+		return policy.Decision{Action: policy.Warn, Rule: d.Rule, Reason: d.Reason + " (guard enforcement warn)"}
+	case v1alpha1.EnforcementDryRun:
+		return policy.Decision{Action: policy.Revert, Rule: d.Rule, Reason: d.Reason + " (would be denied; guard enforcement dryrun admitted it)"}
+	}
+	return d
 }
 
 // managedKind returns the kind of the object a request is about: the

@@ -24,7 +24,7 @@ type Repo struct {
 
 // NewGuard creates a repository holding files, commits and pushes them, and
 // creates a Guard for it. The Guard is deleted when the test ends.
-func (h *Harness) NewGuard(t testing.TB, name string, prune bool, files map[string]string) *Repo {
+func (h *Harness) NewGuard(t testing.TB, name string, prune bool, files map[string]string, mods ...func(*v1alpha1.GuardSpec)) *Repo {
 	t.Helper()
 	gr, err := h.Git.NewRepo(name)
 	if err != nil {
@@ -42,6 +42,9 @@ func (h *Harness) NewGuard(t testing.TB, name string, prune bool, files map[stri
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       v1alpha1.GuardSpec{URL: h.Git.URL(name), Ref: "main", Prune: prune, Interval: metav1.Duration{Duration: 2 * time.Second}},
+	}
+	for _, mod := range mods {
+		mod(&g.Spec)
 	}
 	if err := h.Admin.Create(context.Background(), g); err != nil {
 		t.Fatalf("create guard %s: %v", name, err)

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/driftguard/driftguard/app"
@@ -71,6 +72,7 @@ func (h *Harness) start(o Options) error {
 		return err
 	}
 	log := zap.New(zap.UseDevMode(false), zap.WriteTo(logWriter(h.Dir)))
+	ctrllog.SetLogger(log)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	var err error
@@ -151,9 +153,15 @@ func (h *Harness) Stop() {
 // Kubectl runs kubectl as alice and returns its combined output.
 func (h *Harness) Kubectl(t testing.TB, args ...string) (string, error) {
 	t.Helper()
+	return h.KubectlAs(t, h.AliceKubeconfig, args...)
+}
+
+// KubectlAs runs kubectl with a kubeconfig and returns its combined output.
+func (h *Harness) KubectlAs(t testing.TB, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, errOut, err := h.Cluster.Kubectl(ctx, h.AliceKubeconfig, args...)
+	out, errOut, err := h.Cluster.Kubectl(ctx, kubeconfig, args...)
 	return strings.TrimSpace(out + errOut), err
 }
 

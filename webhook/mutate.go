@@ -1,0 +1,111 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/gitstore"
+)
+
+// Stamper is the mutating webhook: on a change that makes a managed object
+// differ from Git it stamps who made it (ChangedByAnnotation), so the drift
+// record that follows names a person and not only a field manager.
+type Stamper struct {
+	Store *gitstore.Store
+	Log   logr.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// ServeHTTP answers one mutating AdmissionReview. It never denies: a request
+// it cannot read is admitted unchanged.
+func (s *Stamper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	review, ok := decodeReview(w, r, s.Log)
+	if !ok {
+		return
+	}
+	resp := s.Review(r.Context(), review.Request)
+	resp.UID = review.Request.UID
+	writeReview(w, resp, s.Log)
+}
+
+// Review returns the response for one request, with a JSON patch when it stamps.
+func (s *Stamper) Review(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.SubResource != "" || (req.Operation != admissionv1.Update && req.Operation != admissionv1.Create) {
+		return allowed()
+	}
+	key := gitstore.ObjectKey{Group: req.Kind.Group, Kind: req.Kind.Kind, Namespace: req.Namespace, Name: req.Name}
+	_, want, ok := s.Store.Lookup(key)
+	if !ok {
+		return allowed()
+	}
+	obj, changes, err := changesOf(req, want)
+	if err != nil || len(changes) == 0 {
+		return allowed()
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	stamp := v1alpha1.ChangedBy{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, Time: now().UTC().Truncate(time.Second), RequestUID: string(req.UID)}
+	patch, err := json.Marshal(stampPatch(obj, stamp.String()))
+	if err != nil {
+		return allowed()
+	}
+	pt := admissionv1.PatchTypeJSONPatch
+	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}
+}
+
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+func stampPatch(obj map[string]any, value string) []patchOp {
+	md, _ := obj["metadata"].(map[string]any)
+	if ann, ok := md["annotations"].(map[string]any); ok && ann != nil {
+		key := strings.ReplaceAll(strings.ReplaceAll(v1alpha1.ChangedByAnnotation, "~", "~0"), "/", "~1")
+		return []patchOp{{Op: "add", Path: "/metadata/annotations/" + key, Value: value}}
+	}
+	return []patchOp{{Op: "add", Path: "/metadata/annotations", Value: map[string]string{v1alpha1.ChangedByAnnotation: value}}}
+}
+
+// decodeReview reads an AdmissionReview, answering bad requests itself.
+func decodeReview(w http.ResponseWriter, r *http.Request, log logr.Logger) (*admissionv1.AdmissionReview, bool) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "driftguard: admission reviews are POSTed", http.StatusMethodNotAllowed)
+		return nil, false
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		http.Error(w, "driftguard: content type "+ct+" is not application/json", http.StatusUnsupportedMediaType)
+		return nil, false
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&review); err != nil {
+		log.Info("malformed admission review", "error", err.Error(), "remote", r.RemoteAddr)
+		http.Error(w, "driftguard: malformed AdmissionReview: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	if review.Request == nil {
+		http.Error(w, "driftguard: AdmissionReview has no request", http.StatusBadRequest)
+		return nil, false
+	}
+	return &review, true
+}
+
+func writeReview(w http.ResponseWriter, resp *admissionv1.AdmissionResponse, log logr.Logger) {
+	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Response: resp}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(&out); err != nil {
+		log.Error(err, "write admission response")
+	}
+}
