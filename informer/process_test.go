@@ -1,0 +1,69 @@
+package informer
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+)
+
+func TestAttribute(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { v := metav1.NewTime(t0.Add(d)); return &v }
+	stamp := func(user string, d time.Duration) string {
+		return v1alpha1.ChangedBy{User: user, Groups: []string{"sre"}, Time: t0.Add(d)}.String()
+	}
+	tests := []struct {
+		name       string
+		managers   []metav1.ManagedFieldsEntry
+		stamp      string
+		user, mgr  string
+		wantGroups bool
+	}{
+		{"no managers", nil, "", "unknown", "unknown", false},
+		{"only the guard", []metav1.ManagedFieldsEntry{{Manager: "driftguard", Time: at(0)}}, "", "unknown", "unknown", false},
+		{"newest other manager", []metav1.ManagedFieldsEntry{
+			{Manager: "driftguard", Time: at(time.Minute)}, {Manager: "kubectl-edit", Time: at(0)}, {Manager: "kubectl-patch", Time: at(time.Second)},
+		}, "", "kubectl-patch", "kubectl-patch", false},
+		{"stamp of the newest change names the person", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(10 * time.Second)}},
+			stamp("alice", 10*time.Second), "alice", "kubectl-patch", true},
+		{"stale stamp is ignored", []metav1.ManagedFieldsEntry{{Manager: "helm", Time: at(time.Hour)}},
+			stamp("alice", 0), "helm", "helm", false},
+		{"garbage stamp is ignored", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}}, "{not json", "kubectl-patch", "kubectl-patch", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			u.SetManagedFields(tt.managers)
+			if tt.stamp != "" {
+				u.SetAnnotations(map[string]string{v1alpha1.ChangedByAnnotation: tt.stamp})
+			}
+			got := attribute(u)
+			if got.user != tt.user || got.manager != tt.mgr || (len(got.groups) > 0) != tt.wantGroups {
+				t.Fatalf("attribute = %+v, want user %q manager %q groups %v", got, tt.user, tt.mgr, tt.wantGroups)
+			}
+		})
+	}
+}
+
+func TestStripForCacheKeepsAttribution(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	now := metav1.Now()
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Time: &now, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}})
+	u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"})
+	out, err := stripForCache(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.(*unstructured.Unstructured)
+	mf := s.GetManagedFields()
+	if len(mf) != 1 || mf[0].Manager != "kubectl" || mf[0].FieldsV1 != nil {
+		t.Fatalf("managed fields = %+v", mf)
+	}
+	if ann := s.GetAnnotations(); len(ann) != 1 || ann["keep"] != "me" {
+		t.Fatalf("annotations = %v", ann)
+	}
+}
