@@ -132,8 +132,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		Workers: o.Workers, Log: log.WithName("drift"),
 	}
 	applier.Live = watcher
-	if err := mgr.Add(watcher); err != nil {
-		return err
+	driftStatus := &reconcile.DriftStatus{Client: mgr.GetClient(), Drift: watcher, Log: log.WithName("drift-status")}
+	watcher.Changed = driftStatus.Changed
+	for _, r := range []manager.Runnable{watcher, driftStatus} {
+		if err := mgr.Add(r); err != nil {
+			return err
+		}
 	}
 	rec := &reconcile.GuardReconciler{
 		Client: mgr.GetClient(), Fetcher: gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), Store: store,

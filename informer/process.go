@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 func (w *Watcher) handle(ctx context.Context, it item) error {
 	guard, want, ok := w.Store.Lookup(it.key())
 	if !ok {
-		w.state.clear(it)
+		w.notify(w.state.clear(it))
 		return nil
 	}
 	w.mu.Lock()
@@ -54,7 +55,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	} else {
 		changes = drift.Compare(want.Obj.Object, live.Object, drift.Options{})
 		if len(changes) == 0 {
-			w.state.clear(it)
+			w.notify(w.state.clear(it))
 			return nil
 		}
 		if w.state.alreadyReverted(it, live.GetResourceVersion()) {
@@ -62,7 +63,9 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 			return nil
 		}
 	}
-	w.state.mark(it, guard)
+	if w.state.mark(it, guard) {
+		w.notify(guard)
+	}
 
 	who := attribute(live)
 	decision := w.decide(ctx, guard, want, live, changes, who, operation)
@@ -111,6 +114,12 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Rule: decision.Rule, Source: rec.Source,
 		DurationMS: float64(time.Since(seen).Microseconds()) / 1000})
 	return nil
+}
+
+func (w *Watcher) notify(guard string) {
+	if guard != "" && w.Changed != nil {
+		w.Changed(guard)
+	}
 }
 
 func (w *Watcher) policyRevision() string {
@@ -266,19 +275,25 @@ func (s *driftState) recordedBefore(it item, live *unstructured.Unstructured, d 
 	return false
 }
 
-func (s *driftState) mark(it item, guard string) {
+// mark records the object as drifted; it returns true when that is news.
+func (s *driftState) mark(it item, guard string) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, had := s.drifted[it]
 	s.drifted[it] = guard
-	s.mu.Unlock()
+	return !had
 }
 
-func (s *driftState) clear(it item) {
+// clear forgets the object's drift; it returns the guard when it had drifted.
+func (s *driftState) clear(it item) string {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	guard := s.drifted[it]
 	delete(s.drifted, it)
 	delete(s.revertRV, it)
 	delete(s.recorded, it)
 	delete(s.accepted, it)
-	s.mu.Unlock()
+	return guard
 }
 
 func (s *driftState) reverted(it item, rv string) {
@@ -293,14 +308,22 @@ func (s *driftState) alreadyReverted(it item, rv string) bool {
 	return rv != "" && s.revertRV[it] == rv
 }
 
-func (s *driftState) count(guard string) int {
+// list returns how many objects of guard drifted, and the names of up to
+// limit of them, sorted.
+func (s *driftState) list(guard string, limit int) (int, []string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var names []string
 	n := 0
-	for _, g := range s.drifted {
+	for it, g := range s.drifted {
 		if g == guard {
 			n++
+			names = append(names, it.displayName())
 		}
 	}
-	return n
+	s.mu.Unlock()
+	sort.Strings(names)
+	if len(names) > limit {
+		names = names[:limit]
+	}
+	return n, names
 }

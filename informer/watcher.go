@@ -55,6 +55,8 @@ type Watcher struct {
 	LabelKey string
 	// Workers process the queue in parallel; each object is handled by one at a time.
 	Workers int
+	// Changed, when set, is told of each guard whose set of drifted objects changed.
+	Changed func(guard string)
 	Log     logr.Logger
 
 	mu        sync.Mutex
@@ -75,6 +77,14 @@ type item struct {
 	gvk       schema.GroupVersionKind
 	namespace string
 	name      string
+}
+
+// displayName is how a person names the object: Kind namespace/name.
+func (it item) displayName() string {
+	if it.namespace == "" {
+		return it.gvk.Kind + " " + it.name
+	}
+	return it.gvk.Kind + " " + it.namespace + "/" + it.name
 }
 
 func (it item) key() gitstore.ObjectKey {
@@ -246,15 +256,16 @@ func (w *Watcher) Accepted(gvk schema.GroupVersionKind, namespace, name string) 
 	return st != nil && st.isAccepted(item{gvk: gvk, namespace: namespace, name: name})
 }
 
-// Drifted returns how many objects of the guard differ from Git right now.
-func (w *Watcher) Drifted(guard string) int {
+// Drifted returns how many objects of the guard differ from Git right now,
+// and the names of up to limit of them.
+func (w *Watcher) Drifted(guard string, limit int) (int, []string) {
 	w.mu.Lock()
 	st := w.state
 	w.mu.Unlock()
 	if st == nil {
-		return 0
+		return 0, nil
 	}
-	return st.count(guard)
+	return st.list(guard, limit)
 }
 
 // stripForCache drops what the comparison never reads, to keep the cache small:

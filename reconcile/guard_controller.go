@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ type Fetcher interface {
 // DriftState is what the drift watcher knows: how many objects of a guard
 // differ from Git, and which differences the policy accepted.
 type DriftState interface {
-	Drifted(guard string) int
+	Drifted(guard string, limit int) (int, []string)
 	Accepted(gvk schema.GroupVersionKind, namespace, name string) bool
 }
 
@@ -83,7 +84,7 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	res, err := r.reconcile(ctx, log, &g)
 	g.Status.ObservedGeneration = g.Generation
 	if r.Drift != nil {
-		g.Status.DriftedObjects = r.Drift.Drifted(g.Name)
+		g.Status.DriftedObjects, g.Status.Drifted = r.Drift.Drifted(g.Name, maxDriftedListed)
 	}
 	if perr := r.patchStatus(ctx, &g, before); perr != nil {
 		err = errors.Join(err, perr)
@@ -99,6 +100,9 @@ func (r *GuardReconciler) forget(guard string) {
 	delete(r.decorated, guard)
 	r.mu.Unlock()
 }
+
+// maxDriftedListed bounds status.drifted.
+const maxDriftedListed = 20
 
 func (r *GuardReconciler) interval(g *v1alpha1.Guard) time.Duration {
 	if g.Spec.Interval.Duration > 0 {
@@ -305,7 +309,7 @@ func (r *GuardReconciler) record(ctx context.Context, rec audit.Record) {
 func equalStatus(a, b *v1alpha1.GuardStatus) bool {
 	if a.ObservedGeneration != b.ObservedGeneration || a.LastAppliedRevision != b.LastAppliedRevision ||
 		a.LastAttemptedRevision != b.LastAttemptedRevision || a.ManagedObjects != b.ManagedObjects ||
-		a.DriftedObjects != b.DriftedObjects || len(a.Inventory) != len(b.Inventory) || len(a.Conditions) != len(b.Conditions) {
+		a.DriftedObjects != b.DriftedObjects || !slices.Equal(a.Drifted, b.Drifted) || len(a.Inventory) != len(b.Inventory) || len(a.Conditions) != len(b.Conditions) {
 		return false
 	}
 	for i := range a.Inventory {

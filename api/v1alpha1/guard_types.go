@@ -139,6 +139,11 @@ type GuardStatus struct {
 	// +optional
 	DriftedObjects int `json:"driftedObjects"`
 
+	// Drifted names up to 20 managed objects that differ from Git right now
+	// (Kind namespace/name); driftedObjects has the full count.
+	// +optional
+	Drifted []string `json:"drifted,omitempty"`
+
 	// Inventory lists the kinds applied from Git, so that objects of a kind that
 	// left Git entirely are still found and pruned.
 	// +optional

@@ -116,6 +116,11 @@ func (in *GuardStatus) DeepCopyInto(out *GuardStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Drifted != nil {
+		in, out := &in.Drifted, &out.Drifted
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Inventory != nil {
 		in, out := &in.Inventory, &out.Inventory
 		*out = make([]InventoryKind, len(*in))

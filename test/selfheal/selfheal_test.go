@@ -193,4 +193,12 @@ func TestSelfHealOffRecordsButKeeps(t *testing.T) {
 	if err != nil || cm.Data["greeting"] != "accepted" {
 		t.Fatalf("change was not kept: %v %v", err, cm.Data)
 	}
+	// kubectl get guards shows the drift without waiting for the next full reconcile (interval 1h).
+	harness.Eventually(t, 10*time.Second, "status lists the drifted object", func() error {
+		g := h.Guard(t, repo.Guard)
+		if g.Status.DriftedObjects != 1 || len(g.Status.Drifted) != 1 || g.Status.Drifted[0] != "ConfigMap noheal/cfg" {
+			return fmt.Errorf("driftedObjects %d drifted %v", g.Status.DriftedObjects, g.Status.Drifted)
+		}
+		return nil
+	})
 }
