@@ -1,0 +1,67 @@
+// Package chart lints, renders and installs charts/driftguard with a real
+// helm into a real API server.
+package chart
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftguard/driftguard/devenv"
+)
+
+func helm(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(devenv.DefaultBinDir(), "helm"), args...)
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	if kubeconfig != "" {
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestChart(t *testing.T) {
+	chart, err := filepath.Abs("../../charts/driftguard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm(t, "", "lint", "--strict", chart)
+	out := helm(t, "", "template", "guard", chart, "--namespace", "driftguard-system", "--set", "breakGlassGroups={sre,oncall}", "--set", "replicas=2")
+	for _, want := range []string{
+		"kind: Deployment", "kind: Service", "kind: ClusterRoleBinding", "--webhook-service=guard",
+		"--break-glass-groups=sre,oncall", "--leader-elect=true", "readOnlyRootFilesystem: true", "runAsNonRoot: true",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rendered chart lacks %q", want)
+		}
+	}
+
+	cluster, err := devenv.Start(context.Background(), devenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Stop()
+	helm(t, cluster.AdminKubeconfig, "install", "guard", chart, "--namespace", "driftguard-system", "--create-namespace")
+	for _, args := range [][]string{
+		{"get", "crd", "guards.driftguard.io"},
+		{"get", "deployment", "guard", "-n", "driftguard-system"},
+		{"get", "service", "guard", "-n", "driftguard-system"},
+		{"get", "serviceaccount", "guard", "-n", "driftguard-system"},
+	} {
+		if out, errOut, err := cluster.Kubectl(context.Background(), "", args...); err != nil {
+			t.Errorf("kubectl %v after install: %v %s %s", args, err, out, errOut)
+		}
+	}
+	helm(t, cluster.AdminKubeconfig, "uninstall", "guard", "--namespace", "driftguard-system")
+}
