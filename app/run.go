@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/informer"
 	"github.com/driftguard/driftguard/policy"
@@ -124,8 +126,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 
 	// Desired state, apply, drift.
 	store := gitstore.NewStore()
-	applier := &reconcile.Applier{Client: mgr.GetClient()}
 	settings := &guardSettings{c: mgr.GetClient()}
+	applier := &reconcile.Applier{Client: mgr.GetClient(), Rules: settings.IgnoreRules}
 	watcher := &informer.Watcher{
 		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: store, Reverter: reverter{applier},
 		Policy: engine, Settings: settings, Audit: auditLog, LabelKey: reconcile.GuardLabel,
@@ -154,12 +156,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		return err
 	}
 	validator := &webhook.Validator{
-		Store: store, Policy: engine, Settings: settings, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
+		Store: store, Policy: engine, Settings: settings, Options: applier.Options, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
 		FailClosed: o.FailurePolicy == "Fail", MaxInFlight: o.MaxInFlight,
 		Deadline: o.WebhookTimeout * 4 / 5, Log: log.WithName("webhook"),
 	}
 	validator.Init()
-	stamper := &webhook.Stamper{Store: store, Log: log.WithName("webhook")}
+	stamper := &webhook.Stamper{Store: store, Options: applier.Options, Log: log.WithName("webhook")}
 	server := webhook.NewServer(o.WebhookAddr, certs.Serving, validator, stamper, log.WithName("webhook"))
 	if err := mgr.Add(server); err != nil {
 		return err
@@ -242,17 +244,52 @@ func (f nonLeader) NeedLeaderElection() bool        { return false }
 // reverter adapts the Applier to the informer's Reverter.
 type reverter struct{ a *reconcile.Applier }
 
-func (r reverter) Revert(ctx context.Context, desired *unstructured.Unstructured) error {
-	_, err := r.a.Revert(ctx, desired)
+func (r reverter) Revert(ctx context.Context, desired, live *unstructured.Unstructured) error {
+	_, err := r.a.Revert(ctx, desired, live)
 	return err
+}
+
+func (r reverter) Options(desired *unstructured.Unstructured, live map[string]any) drift.Options {
+	return r.a.Options(desired, live)
 }
 
 func (r reverter) ClearAnnotations(ctx context.Context, live *unstructured.Unstructured, keys ...string) error {
 	return r.a.ClearAnnotations(ctx, live, keys...)
 }
 
-// guardSettings reads per-Guard settings from the manager's cache.
-type guardSettings struct{ c client.Client }
+// guardSettings reads per-Guard settings from the manager's cache; ignore
+// rules are compiled once per Guard generation.
+type guardSettings struct {
+	c client.Client
+
+	mu    sync.Mutex
+	rules map[string]compiledRules
+}
+
+type compiledRules struct {
+	generation int64
+	rules      []*drift.Rule
+}
+
+// IgnoreRules returns the compiled ignore rules of a Guard; rules that do not
+// compile are reported by the Guard reconciler and ignored here.
+func (s *guardSettings) IgnoreRules(guard string) []*drift.Rule {
+	g, ok := s.guard(guard)
+	if !ok || len(g.Spec.Ignore) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.rules[guard]; ok && c.generation == g.Generation {
+		return c.rules
+	}
+	rules, _ := reconcile.CompileIgnoreRules(g.Spec.Ignore)
+	if s.rules == nil {
+		s.rules = map[string]compiledRules{}
+	}
+	s.rules[guard] = compiledRules{generation: g.Generation, rules: rules}
+	return rules
+}
 
 func (s *guardSettings) guard(name string) (*v1alpha1.Guard, bool) {
 	var g v1alpha1.Guard

@@ -13,6 +13,10 @@ type Options struct {
 	// Ignore, when set, is asked for each desired field path (reference tokens);
 	// a true answer skips the field and everything below it.
 	Ignore func(tokens []string) bool
+
+	// rules are the ignore rules For selected for one object; nil when none
+	// match, so the zero Options costs nothing.
+	rules *objectRules
 }
 
 // serverSetMetadata are metadata fields the API server owns; Git's value for
@@ -48,6 +52,9 @@ func Compare(desired, live map[string]any, opts Options) []Change {
 		live = secretWithStringDataMerged(live)
 		c.secret = true
 	}
+	if opts.rules != nil {
+		c.hide = opts.rules.prepare(desired, c.secret)
+	}
 	c.object(desired, live)
 	if len(c.changes) > 1 {
 		// Map order is random; a stable order keeps messages and records diffable.
@@ -66,6 +73,18 @@ type comparer struct {
 	tokens  []string
 	changes []Change
 	secret  bool
+	// hide holds the fields ignore rules hide from this comparison; its
+	// zero value hides nothing.
+	hide hider
+}
+
+// ignored reports whether the field at c.tokens, and everything below it, is
+// left out of the comparison.
+func (c *comparer) ignored() bool {
+	if c.opts.Ignore != nil && c.opts.Ignore(c.tokens) {
+		return true
+	}
+	return c.hide.active && c.hide.hidden(c.tokens)
 }
 
 func (c *comparer) object(desired, live map[string]any) {
@@ -91,6 +110,9 @@ func (c *comparer) object(desired, live map[string]any) {
 func (c *comparer) metadata(desired, live map[string]any) {
 	c.push("metadata")
 	defer c.pop()
+	if c.ignored() {
+		return
+	}
 	for k, dv := range desired {
 		if serverSetMetadata[k] {
 			continue
@@ -98,7 +120,9 @@ func (c *comparer) metadata(desired, live map[string]any) {
 		lv, ok := live[k]
 		if k == "annotations" {
 			c.push(k)
-			c.annotations(dv, lv)
+			if !c.ignored() {
+				c.annotations(dv, lv)
+			}
 			c.pop()
 			continue
 		}
@@ -134,7 +158,7 @@ func (c *comparer) value(desired, live any, present bool) {
 		// An explicit null in Git expresses no opinion about the field.
 		return
 	}
-	if c.opts.Ignore != nil && c.opts.Ignore(c.tokens) {
+	if c.ignored() {
 		return
 	}
 	if !present {
@@ -185,11 +209,9 @@ func (c *comparer) list(desired, live []any) {
 		for i, dv := range desired {
 			c.push(strconv.Itoa(i))
 			lm, ok := liveByName[keyed[i]]
-			if ok {
-				c.value(dv, lm, true)
-			} else {
-				c.record(dv, nil, true)
-			}
+			// A missing element goes through value too, so ignore rules
+			// can hide it.
+			c.value(dv, lm, ok)
 			c.pop()
 		}
 		return

@@ -6,4 +6,8 @@
 // In sync means: every field that Git sets has the value Git sets. Fields Git
 // does not set (defaults, status, fields owned by other controllers) are not
 // drift. Server-set metadata is never compared.
+//
+// Ignore rules hide more fields: CompileRules compiles them once, For picks
+// those that match one object and returns the Options to pass to Compare.
+// docs/drift.md describes both.
 package drift

@@ -53,7 +53,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	if live == nil {
 		operation = "DELETE"
 	} else {
-		changes = drift.Compare(want.Obj.Object, live.Object, drift.Options{})
+		changes = drift.Compare(want.Obj.Object, live.Object, w.Reverter.Options(want.Obj, live.Object))
 		if len(changes) == 0 {
 			w.notify(w.state.clear(it))
 			return nil
@@ -93,7 +93,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	if !w.Settings.SelfHeal(guard) || (decision.Action != policy.Revert && decision.Action != policy.Deny) {
 		return nil
 	}
-	if err := w.Reverter.Revert(ctx, want.Obj); err != nil {
+	if err := w.Reverter.Revert(ctx, want.Obj, live); err != nil {
 		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, Operation: "REVERT", Object: rec.Object,
 			Source: rec.Source, Error: err.Error()})
 		return err

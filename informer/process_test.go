@@ -52,7 +52,10 @@ func TestAttribute(t *testing.T) {
 func TestStripForCacheKeepsAttribution(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	now := metav1.Now()
-	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Time: &now, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}})
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "driftguard", Time: &now, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}},
+		{Manager: "kubectl", Time: &now, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}},
+	})
 	u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"})
 	out, err := stripForCache(u)
 	if err != nil {
@@ -60,7 +63,7 @@ func TestStripForCacheKeepsAttribution(t *testing.T) {
 	}
 	s := out.(*unstructured.Unstructured)
 	mf := s.GetManagedFields()
-	if len(mf) != 1 || mf[0].Manager != "kubectl" || mf[0].FieldsV1 != nil {
+	if len(mf) != 2 || mf[0].FieldsV1 != nil || mf[1].Manager != "kubectl" || mf[1].FieldsV1 == nil {
 		t.Fatalf("managed fields = %+v", mf)
 	}
 	if ann := s.GetAnnotations(); len(ann) != 1 || ann["keep"] != "me" {

@@ -17,13 +17,18 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
 )
 
 // Reverter puts a desired object back into the cluster.
 type Reverter interface {
-	Revert(ctx context.Context, desired *unstructured.Unstructured) error
+	// Revert applies desired over live (nil when the object is gone),
+	// leaving fields ignore rules hide to their owner.
+	Revert(ctx context.Context, desired, live *unstructured.Unstructured) error
+	// Options are the comparison options (ignore rules) for an object.
+	Options(desired *unstructured.Unstructured, live map[string]any) drift.Options
 	// ClearAnnotations removes annotations the guard's bookkeeping left on
 	// a live object (a break-glass reason and its stamp, once expired).
 	ClearAnnotations(ctx context.Context, live *unstructured.Unstructured, keys ...string) error
@@ -269,7 +274,8 @@ func (w *Watcher) Drifted(guard string, limit int) (int, []string) {
 }
 
 // stripForCache drops what the comparison never reads, to keep the cache small:
-// the field sets of managed fields (manager, operation and time stay, for
+// the guard's own managed field set (other managers' sets stay, for
+// managedFieldsManagers ignore rules; manager, operation and time stay for
 // attribution) and the last-applied annotation.
 func stripForCache(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
@@ -278,7 +284,9 @@ func stripForCache(obj any) (any, error) {
 	}
 	if mf := u.GetManagedFields(); len(mf) > 0 {
 		for i := range mf {
-			mf[i].FieldsV1 = nil
+			if mf[i].Manager == reconcileManager {
+				mf[i].FieldsV1 = nil
+			}
 		}
 		u.SetManagedFields(mf)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 )
@@ -62,6 +63,31 @@ type Applier struct {
 	Client client.Client
 	// Live, when set, lets Apply skip objects already in sync without an API call.
 	Live LiveLookup
+	// Rules, when set, returns a guard's ignore rules: ignored fields are
+	// neither compared nor taken back from their owner on apply.
+	Rules func(guard string) []*drift.Rule
+}
+
+// CompileIgnoreRules compiles a Guard's ignore rules; errors name each bad rule.
+func CompileIgnoreRules(rules []v1alpha1.IgnoreRule) ([]*drift.Rule, error) {
+	specs := make([]drift.RuleSpec, len(rules))
+	for i, r := range rules {
+		specs[i] = drift.RuleSpec(r)
+	}
+	return drift.CompileRules(specs)
+}
+
+// Options returns the comparison options for a desired object and its live state.
+func (a *Applier) Options(desired *unstructured.Unstructured, live map[string]any) drift.Options {
+	if a.Rules == nil {
+		return drift.Options{}
+	}
+	rules := a.Rules(desired.GetLabels()[GuardLabel])
+	if len(rules) == 0 {
+		return drift.Options{}
+	}
+	gvk := desired.GroupVersionKind()
+	return drift.For(rules, gvk.Group, gvk.Kind, desired.GetNamespace(), desired.GetName(), live)
 }
 
 // Apply applies objects in stages: CustomResourceDefinitions and Namespaces
@@ -91,19 +117,25 @@ func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object) (ChangeSet
 
 func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object) (Action, error) {
 	gvk := o.Obj.GroupVersionKind()
+	var live *unstructured.Unstructured
 	if a.Live != nil {
-		if live, known := a.Live.Live(gvk, o.Obj.GetNamespace(), o.Obj.GetName()); known && live != nil {
-			if drift.InSync(o.Obj.Object, live.Object, drift.Options{}) {
+		var known bool
+		if live, known = a.Live.Live(gvk, o.Obj.GetNamespace(), o.Obj.GetName()); known && live != nil {
+			if drift.InSync(o.Obj.Object, live.Object, a.Options(o.Obj, live.Object)) {
 				return Unchanged, nil
 			}
 		}
 	}
-	return a.write(ctx, o.Obj)
+	return a.Revert(ctx, o.Obj, live)
 }
 
 // Revert forces the desired state back onto the live object, taking over any
-// field another manager changed, and recreates the object when it is gone.
-func (a *Applier) Revert(ctx context.Context, desired *unstructured.Unstructured) (Action, error) {
+// field another manager changed, and recreates the object when it is gone
+// (live nil). Fields ignore rules hide stay with their owner.
+func (a *Applier) Revert(ctx context.Context, desired, live *unstructured.Unstructured) (Action, error) {
+	if live != nil {
+		desired = &unstructured.Unstructured{Object: drift.WithoutIgnored(desired.Object, a.Options(desired, live.Object))}
+	}
 	return a.write(ctx, desired)
 }
 

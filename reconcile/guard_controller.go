@@ -119,6 +119,10 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		r.stalled(g, "InvalidName", fmt.Sprintf("guard name %q is longer than 63 characters and cannot be a label value", g.Name))
 		return ctrl.Result{}, nil
 	}
+	if _, err := CompileIgnoreRules(g.Spec.Ignore); err != nil {
+		r.stalled(g, "InvalidIgnoreRule", fmt.Sprintf("guard %s: spec.%v", g.Name, err))
+		return ctrl.Result{}, nil
+	}
 	auth, err := r.auth(ctx, g)
 	if err != nil {
 		r.notReady(g, "AuthFailed", err.Error())

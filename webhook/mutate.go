@@ -10,8 +10,10 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 )
 
@@ -20,7 +22,9 @@ import (
 // record that follows names a person and not only a field manager.
 type Stamper struct {
 	Store *gitstore.Store
-	Log   logr.Logger
+	// Options, when set, gives the comparison options (ignore rules) for an object.
+	Options func(desired *unstructured.Unstructured, live map[string]any) drift.Options
+	Log     logr.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -47,7 +51,7 @@ func (s *Stamper) Review(_ context.Context, req *admissionv1.AdmissionRequest) *
 	if !ok {
 		return allowed()
 	}
-	obj, changes, err := changesOf(req, want)
+	obj, changes, err := changesOf(req, want, s.Options)
 	if err != nil || len(changes) == 0 {
 		return allowed()
 	}

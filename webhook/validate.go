@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -38,8 +39,10 @@ type Validator struct {
 	Store    *gitstore.Store
 	Policy   Decider
 	Settings Settings
-	Mapper   meta.RESTMapper
-	Audit    *audit.Logger
+	// Options, when set, gives the comparison options (ignore rules) for an object.
+	Options func(desired *unstructured.Unstructured, live map[string]any) drift.Options
+	Mapper  meta.RESTMapper
+	Audit   *audit.Logger
 	// FailClosed denies a change the guard cannot decide (policy error,
 	// overload); otherwise such a change is admitted with a warning.
 	FailClosed bool
@@ -88,7 +91,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 	if !ok {
 		return allowed()
 	}
-	incoming, changes, err := changesOf(req, want)
+	incoming, changes, err := changesOf(req, want, v.Options)
 	if err != nil {
 		return v.undecided(req, err.Error())
 	}
@@ -190,7 +193,7 @@ func (v *Validator) managedKind(req *admissionv1.AdmissionRequest) (schema.Group
 
 // changesOf returns the incoming object and the fields Git sets that the
 // request would change.
-func changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object) (map[string]any, []drift.Change, error) {
+func changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object, options func(*unstructured.Unstructured, map[string]any) drift.Options) (map[string]any, []drift.Change, error) {
 	raw := req.Object.Raw
 	if req.Operation == admissionv1.Delete {
 		raw = req.OldObject.Raw
@@ -205,15 +208,23 @@ func changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object) (map[st
 	if req.Operation == admissionv1.Delete {
 		return obj, nil, nil
 	}
-	if req.SubResource == "scale" {
-		return obj, scaleChanges(want, obj), nil
+	var opts drift.Options
+	if options != nil && req.SubResource == "" {
+		opts = options(want.Obj, obj)
 	}
-	return obj, drift.Compare(want.Obj.Object, obj, drift.Options{}), nil
+	if req.SubResource == "scale" {
+		if options != nil {
+			opts = options(want.Obj, nil)
+		}
+		return obj, scaleChanges(drift.WithoutIgnored(want.Obj.Object, opts), obj), nil
+	}
+	return obj, drift.Compare(want.Obj.Object, obj, opts), nil
 }
 
-// scaleChanges compares a Scale with the replicas Git sets.
-func scaleChanges(want *gitstore.Object, scale map[string]any) []drift.Change {
-	desired, found, _ := unstructuredInt(want.Obj.Object, "spec", "replicas")
+// scaleChanges compares a Scale with the replicas Git sets (absent when an
+// ignore rule hides them).
+func scaleChanges(want map[string]any, scale map[string]any) []drift.Change {
+	desired, found, _ := unstructuredInt(want, "spec", "replicas")
 	if !found {
 		return nil
 	}

@@ -38,6 +38,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	logs.bind(root)
-	root.AddCommand(newRunCommand(logs), newDevCommand(logs), newPolicyCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(logs), newDevCommand(logs), newPolicyCommand(), newDiffCommand(), newVersionCommand())
 	return root
 }

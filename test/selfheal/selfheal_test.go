@@ -202,3 +202,34 @@ func TestSelfHealOffRecordsButKeeps(t *testing.T) {
 		return nil
 	})
 }
+
+// TestIgnoreRulesInSelfHeal: a field owned by another field manager named in
+// managedFieldsManagers is neither drift nor taken back when something else
+// is reverted.
+func TestIgnoreRulesInSelfHeal(t *testing.T) {
+	t.Parallel()
+	const ns = "ignore-heal"
+	cm := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %[1]s\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: %[1]s\ndata:\n  greeting: from git\n  tuned: \"1\"\n", ns)
+	repo := h.NewGuard(t, "ignore-heal", true, map[string]string{"all.yaml": cm}, func(s *v1alpha1.GuardSpec) {
+		s.Ignore = []v1alpha1.IgnoreRule{{Kind: "ConfigMap", ManagedFieldsManagers: []string{"tuner"}}}
+	})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	if out, err := h.Kubectl(t, "patch", "configmap", "cfg", "-n", ns, "--field-manager=tuner", "--type=merge", "-p", `{"data":{"tuned":"42"}}`); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if out, err := h.Kubectl(t, "patch", "configmap", "cfg", "-n", ns, "--type=merge", "-p", `{"data":{"greeting":"by hand"}}`); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	waitGreeting(t, ns, "from git")
+	cmObj, err := configMap(t, ns)
+	if err != nil || cmObj.Data["tuned"] != "42" {
+		t.Fatalf("the tuner's field was taken back: %v %v", err, cmObj.Data)
+	}
+	for _, r := range h.Audit.Find(func(r audit.Record) bool { return r.Guard == repo.Guard && r.Type == audit.Drift }) {
+		for _, f := range r.Fields {
+			if f.Path == "/data/tuned" {
+				t.Fatalf("ignored field reported as drift: %+v", r)
+			}
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	yamlv3 "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/drift"
+)
+
+func newDiffCommand() *cobra.Command {
+	var desiredFile, liveFile, ignoreFile string
+	cmd := &cobra.Command{
+		Use:   "diff --desired FILE --live FILE [--ignore RULES]",
+		Short: "Show the fields where a live object differs from Git, as the guard sees them",
+		Long: `diff compares one object from Git (--desired) with the same object as the
+cluster holds it (--live, for example kubectl get -o yaml), with the comparison
+the guard itself uses, and prints the fields that differ. Secret values are
+redacted. --ignore takes a YAML list of ignore rules, written as in a Guard's
+spec.ignore.
+
+Exit status: 0 in sync, 1 when fields differ, 2 when an input is bad.`,
+		Args: cobra.NoArgs,
+		// Differences are a result, not a usage error.
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			differ, err := runDiff(cmd.OutOrStdout(), cmd.ErrOrStderr(), desiredFile, liveFile, ignoreFile)
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "driftguard diff:", err)
+				return exitCode(2)
+			}
+			if differ {
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&desiredFile, "desired", "", "the object as Git declares it (YAML or JSON)")
+	cmd.Flags().StringVar(&liveFile, "live", "", "the object as the cluster holds it (YAML or JSON)")
+	cmd.Flags().StringVar(&ignoreFile, "ignore", "", "YAML list of ignore rules (group, kind, namespace, name, jsonPointers, jqPathExpressions, managedFieldsManagers)")
+	return cmd
+}
+
+// runDiff prints the differences and reports whether there are any.
+func runDiff(out, errOut io.Writer, desiredFile, liveFile, ignoreFile string) (bool, error) {
+	if desiredFile == "" || liveFile == "" {
+		return false, errors.New("--desired and --live are required")
+	}
+	desired, err := readObject(desiredFile)
+	if err != nil {
+		return false, err
+	}
+	live, err := readObject(liveFile)
+	if err != nil {
+		return false, err
+	}
+	var rules []*drift.Rule
+	if ignoreFile != "" {
+		if rules, err = readRules(ignoreFile); err != nil {
+			return false, err
+		}
+	}
+	id := identify(desired)
+	if lid := identify(live); lid.kind != id.kind || lid.name != id.name || (id.namespace != "" && lid.namespace != "" && lid.namespace != id.namespace) {
+		return false, fmt.Errorf("%s holds %s but %s holds %s: not the same object", desiredFile, id, liveFile, lid)
+	}
+	if err := drift.Check(rules, id.group, id.kind, id.namespace, id.name, desired); err != nil {
+		for _, e := range flatten(err) {
+			fmt.Fprintf(errOut, "warning: %s: %v (hides nothing)\n", ignoreFile, e)
+		}
+	}
+	changes := drift.Compare(desired, live, drift.For(rules, id.group, id.kind, id.namespace, id.name, live))
+	if len(changes) == 0 {
+		fmt.Fprintln(out, "in sync")
+		return false, nil
+	}
+	fmt.Fprintf(out, "--- git: %s\n+++ live\n", id)
+	for _, c := range changes {
+		liveValue := "(missing)"
+		if !c.Missing {
+			liveValue = jsonText(c.Live)
+		}
+		fmt.Fprintf(out, "  %s: -%s +%s\n", c.Path, jsonText(c.Desired), liveValue)
+	}
+	if len(changes) == 1 {
+		fmt.Fprintln(out, "1 field differs")
+	} else {
+		fmt.Fprintf(out, "%d fields differ\n", len(changes))
+	}
+	return true, nil
+}
+
+type objectID struct{ group, kind, namespace, name string }
+
+func identify(obj map[string]any) objectID {
+	apiVersion, _ := obj["apiVersion"].(string)
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		group = "" // the core group: "v1"
+	}
+	kind, _ := obj["kind"].(string)
+	md, _ := obj["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	return objectID{group: group, kind: kind, namespace: ns, name: name}
+}
+
+func (id objectID) String() string {
+	if id.namespace == "" {
+		return id.kind + " " + id.name
+	}
+	return id.kind + " " + id.namespace + "/" + id.name
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// readObject reads one Kubernetes object from a YAML or JSON file, with
+// numbers as unstructured objects hold them (int64 when integral, else
+// float64).
+func readObject(file string) (map[string]any, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read object: %w", err)
+	}
+	if n, err := countDocuments(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	} else if n != 1 {
+		return nil, fmt.Errorf("%s: holds %d objects; diff compares one", file, n)
+	}
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("%s: not an object (a YAML or JSON mapping with apiVersion, kind and metadata)", file)
+	}
+	if kind, _ := obj["kind"].(string); kind == "" {
+		return nil, fmt.Errorf("%s: the object has no kind", file)
+	} else if _, items := obj["items"].([]any); items && strings.HasSuffix(kind, "List") {
+		return nil, fmt.Errorf("%s: holds a %s; diff compares one object", file, kind)
+	}
+	return unstructuredNumbers(obj).(map[string]any), nil
+}
+
+// countDocuments counts the non-empty YAML documents in b, so that a file
+// with several objects is an error rather than silently its first one.
+func countDocuments(b []byte) (int, error) {
+	dec := yamlv3.NewDecoder(bytes.NewReader(b))
+	n := 0
+	for {
+		var doc yamlv3.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if len(doc.Content) > 0 && doc.Content[0].Tag != "!!null" {
+			n++
+		}
+	}
+}
+
+func unstructuredNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = unstructuredNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = unstructuredNumbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+// readRules reads a YAML list of ignore rules, field names as in a Guard's
+// spec.ignore, and compiles them.
+func readRules(file string) ([]*drift.Rule, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read ignore rules: %w", err)
+	}
+	var specs []v1alpha1.IgnoreRule
+	if err := yaml.UnmarshalStrict(b, &specs); err != nil {
+		return nil, fmt.Errorf("%s: a YAML list of ignore rules: %w", file, err)
+	}
+	in := make([]drift.RuleSpec, len(specs))
+	for i, r := range specs {
+		in[i] = drift.RuleSpec(r)
+	}
+	rules, err := drift.CompileRules(in)
+	if err != nil {
+		// One bad expression a line, each naming the file.
+		var errs []error
+		for _, e := range flatten(err) {
+			errs = append(errs, fmt.Errorf("%s: %w", file, e))
+		}
+		return nil, errors.Join(errs...)
+	}
+	return rules, nil
+}
+
+// flatten lists the errors inside (nested) errors.Join results.
+func flatten(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
+}

@@ -1,0 +1,75 @@
+package drift
+
+import "strconv"
+
+// WithoutIgnored returns desired without the fields opts hides, for applying:
+// a field an ignore rule hides is left to whoever owns it (an HPA's replicas,
+// a field another controller manages), so a forced apply must not take it
+// back. Without rules desired itself is returned, uncopied. An atomic list
+// with a hidden element is left out whole: it cannot be owned in part.
+func WithoutIgnored(desired map[string]any, opts Options) map[string]any {
+	if opts.rules == nil && opts.Ignore == nil {
+		return desired
+	}
+	c := comparer{opts: opts, tokens: make([]string, 0, 16)}
+	if opts.rules != nil {
+		c.hide = opts.rules.prepare(desired, isSecret(desired))
+	}
+	return c.stripMap(desired)
+}
+
+func (c *comparer) stripMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		c.push(k)
+		if v, keep := c.stripValue(k, e); keep {
+			out[k] = v
+		}
+		c.pop()
+	}
+	return out
+}
+
+// stripValue returns the value at c.tokens without hidden fields, and
+// whether the field stays at all.
+func (c *comparer) stripValue(key string, v any) (any, bool) {
+	if !c.identity(key) && c.ignored() {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		return c.stripMap(x), true
+	case []any:
+		return c.stripList(x)
+	}
+	return v, true
+}
+
+// identity reports fields an apply always needs.
+func (c *comparer) identity(key string) bool {
+	switch len(c.tokens) {
+	case 1:
+		return key == "apiVersion" || key == "kind"
+	case 2:
+		return c.tokens[0] == "metadata" && (key == "name" || key == "namespace")
+	}
+	return false
+}
+
+func (c *comparer) stripList(list []any) ([]any, bool) {
+	keyed := namesOf(list) != nil
+	out := make([]any, 0, len(list))
+	for i, e := range list {
+		c.push(strconv.Itoa(i))
+		v, keep := c.stripValue("", e)
+		c.pop()
+		if !keep {
+			if !keyed {
+				return nil, false
+			}
+			continue
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
