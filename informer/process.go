@@ -56,6 +56,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		changes = drift.Compare(want.Obj.Object, live.Object, w.Reverter.Options(want.Obj, live.Object))
 		if len(changes) == 0 {
 			w.notify(w.state.clear(it))
+			w.fights.forget(it)
 			return nil
 		}
 		if w.state.alreadyReverted(it, live.GetResourceVersion()) {
@@ -91,6 +92,17 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	w.state.accept(it, decision.Action == policy.Allow || decision.Action == policy.Warn)
 
 	if !w.Settings.SelfHeal(guard) || (decision.Action != policy.Revert && decision.Action != policy.Deny) {
+		return nil
+	}
+	if !w.fights.allow(it, who.manager) {
+		return nil
+	}
+	if w.fights.reverted(it, who.manager, guard, seen) {
+		msg := fightMessage(it, who.manager)
+		w.Log.Info("fight detected; no longer reverting", "object", it.key().String(), "manager", who.manager)
+		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, User: who.user, Manager: who.manager, Operation: "REVERT",
+			Object: rec.Object, Fields: rec.Fields, Action: "stopped", Rule: "fight-detected", Reason: msg, Source: rec.Source})
+		w.notify(guard)
 		return nil
 	}
 	if err := w.Reverter.Revert(ctx, want.Obj, live); err != nil {

@@ -69,6 +69,7 @@ type Watcher struct {
 	queue     workqueue.TypedRateLimitingInterface[item]
 	resync    chan struct{}
 	state     *driftState
+	fights    *fights
 }
 
 type kindInformer struct {
@@ -105,6 +106,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 		workqueue.TypedRateLimitingQueueConfig[item]{Name: "driftguard_drift"})
 	w.resync = make(chan struct{}, 1)
 	w.state = newDriftState()
+	w.fights = newFights()
 	w.mu.Unlock()
 	w.Store.Subscribe(w.kick)
 	w.kick()
@@ -251,14 +253,27 @@ func getCached(inf cache.SharedIndexInformer, namespace, name string) *unstructu
 	return u
 }
 
-// Accepted reports whether the object differs from Git with the policy's
-// consent (break-glass, warn, enforcement off): a full reconcile of the same
-// revision leaves it alone.
+// Accepted reports whether the object may differ from Git for now: with the
+// policy's consent (break-glass, warn, enforcement off), or because the guard
+// stopped a fight over it. A full reconcile of the same revision leaves it alone.
 func (w *Watcher) Accepted(gvk schema.GroupVersionKind, namespace, name string) bool {
 	w.mu.Lock()
-	st := w.state
+	st, f := w.state, w.fights
 	w.mu.Unlock()
-	return st != nil && st.isAccepted(item{gvk: gvk, namespace: namespace, name: name})
+	it := item{gvk: gvk, namespace: namespace, name: name}
+	return st != nil && (st.isAccepted(it) || f.stoppedFor(it))
+}
+
+// Fights lists, for a guard, the objects it stopped reverting because another
+// field manager changes them back every time.
+func (w *Watcher) Fights(guard string) []string {
+	w.mu.Lock()
+	f := w.fights
+	w.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	return f.of(guard)
 }
 
 // Drifted returns how many objects of the guard differ from Git right now,

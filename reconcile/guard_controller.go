@@ -36,6 +36,9 @@ type Fetcher interface {
 type DriftState interface {
 	Drifted(guard string, limit int) (int, []string)
 	Accepted(gvk schema.GroupVersionKind, namespace, name string) bool
+	// Fights lists objects the watcher stopped reverting because another
+	// field manager changes them back every time.
+	Fights(guard string) []string
 }
 
 // GuardReconciler keeps the cluster equal to the Git source of each Guard:
@@ -85,6 +88,7 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	g.Status.ObservedGeneration = g.Generation
 	if r.Drift != nil {
 		g.Status.DriftedObjects, g.Status.Drifted = r.Drift.Drifted(g.Name, maxDriftedListed)
+		setDegraded(&g.Status, r.Drift.Fights(g.Name))
 	}
 	if perr := r.patchStatus(ctx, &g, before); perr != nil {
 		err = errors.Join(err, perr)
@@ -99,6 +103,19 @@ func (r *GuardReconciler) forget(guard string) {
 	r.mu.Lock()
 	delete(r.decorated, guard)
 	r.mu.Unlock()
+}
+
+// setDegraded reports fights with other field managers as the Degraded condition.
+func setDegraded(st *v1alpha1.GuardStatus, fights []string) {
+	if len(fights) == 0 {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionDegraded)
+		return
+	}
+	msg := strings.Join(fights, "; ")
+	if len(fights) > 3 {
+		msg = strings.Join(fights[:3], "; ") + fmt.Sprintf("; and %d more", len(fights)-3)
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "FightingOtherManager", Message: msg})
 }
 
 // maxDriftedListed bounds status.drifted.

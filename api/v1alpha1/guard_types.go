@@ -12,6 +12,10 @@ const (
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is True when the Guard cannot progress without a change in Git or in its spec.
 	ConditionStalled = "Stalled"
+	// ConditionDegraded is True when self-heal stopped for objects another
+	// field manager keeps changing back; the message names the manager and
+	// the ignore rule to add.
+	ConditionDegraded = "Degraded"
 )
 
 // GuardSpec is the desired behaviour of a Guard.

@@ -1,0 +1,111 @@
+package informer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Fight detection: when the guard keeps reverting the same object against
+// the same other field manager (an HPA, an operator), reverting again only
+// feeds a loop. After fightLimit reverts within fightWindow the guard stops
+// reverting that object for that manager and says so, naming the manager and
+// the ignore rule that would end the fight.
+const (
+	fightLimit  = 5
+	fightWindow = 2 * time.Minute
+)
+
+type fightKey struct {
+	it      item
+	manager string
+}
+
+type fights struct {
+	mu      sync.Mutex
+	reverts map[fightKey][]time.Time
+	stopped map[fightKey]string // -> guard
+}
+
+func newFights() *fights {
+	return &fights{reverts: map[fightKey][]time.Time{}, stopped: map[fightKey]string{}}
+}
+
+// allow reports whether the guard may revert it against manager now.
+func (f *fights) allow(it item, manager string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, stopped := f.stopped[fightKey{it, manager}]
+	return !stopped
+}
+
+// reverted counts a revert; it returns true when this revert starts a fight.
+// Changes made with kubectl are a person's and never count: repeating an
+// edit must not switch self-heal off.
+func (f *fights) reverted(it item, manager, guard string, now time.Time) bool {
+	if manager == "" || manager == "unknown" || strings.HasPrefix(manager, "kubectl") {
+		return false
+	}
+	k := fightKey{it, manager}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	times := f.reverts[k][:0]
+	for _, t := range f.reverts[k] {
+		if now.Sub(t) < fightWindow {
+			times = append(times, t)
+		}
+	}
+	times = append(times, now)
+	f.reverts[k] = times
+	if len(times) > fightLimit {
+		f.stopped[k] = guard
+		delete(f.reverts, k)
+		return true
+	}
+	return false
+}
+
+// stoppedFor reports whether the guard stopped reverting the object for any manager.
+func (f *fights) stoppedFor(it item) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.stopped {
+		if k.it == it {
+			return true
+		}
+	}
+	return false
+}
+
+// forget ends every fight over the object (it is in sync again, or Git changed).
+func (f *fights) forget(it item) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.stopped {
+		if k.it == it {
+			delete(f.stopped, k)
+		}
+	}
+}
+
+// of lists the fights of a guard, as messages a person can act on.
+func (f *fights) of(guard string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for k, g := range f.stopped {
+		if g == guard {
+			out = append(out, fightMessage(k.it, k.manager))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func fightMessage(it item, manager string) string {
+	return fmt.Sprintf("%s is changed back by field manager %q after every revert; stopped reverting it. "+
+		"If %s owns these fields, add to the Guard: ignore: [{group: %q, kind: %s, name: %s, managedFieldsManagers: [%q]}]",
+		it.displayName(), manager, manager, it.gvk.Group, it.gvk.Kind, it.name, manager)
+}
