@@ -53,8 +53,8 @@ func TestStripForCacheKeepsAttribution(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	now := metav1.Now()
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{
-		{Manager: "driftguard", Time: &now, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}},
-		{Manager: "kubectl", Time: &now, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}},
+		{Manager: "driftguard", Time: &now, FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)},
+		{Manager: "kubectl", Time: &now, FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)},
 	})
 	u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"})
 	out, err := stripForCache(u)
