@@ -140,7 +140,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		r.stalled(g, "InvalidIgnoreRule", fmt.Sprintf("guard %s: spec.%v", g.Name, err))
 		return ctrl.Result{}, nil
 	}
-	auth, err := r.auth(ctx, g)
+	auth, err := Auth(ctx, r.Client, g, r.SecretNamespace)
 	if err != nil {
 		r.notReady(g, "AuthFailed", err.Error())
 		return ctrl.Result{}, err
@@ -251,24 +251,10 @@ func (r *GuardReconciler) decorateOnce(g *v1alpha1.Guard, fetched *gitstore.Snap
 	return out
 }
 
-// decorate returns a snapshot whose objects carry the inventory label, and a
-// namespace where Git leaves a namespaced object without one.
+// decorate returns the snapshot as the guard applies it, keeping the
+// fetched one if decorating fails.
 func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *gitstore.Snapshot {
-	objs := make([]*gitstore.Object, 0, len(snap.Objects))
-	for _, o := range snap.Objects {
-		u := o.Obj.DeepCopy()
-		labels := u.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[GuardLabel] = g.Name
-		u.SetLabels(labels)
-		if u.GetNamespace() == "" && r.namespaced(u.GroupVersionKind()) {
-			u.SetNamespace(corev1.NamespaceDefault)
-		}
-		objs = append(objs, &gitstore.Object{Key: gitstore.KeyOf(u), Obj: u, Source: o.Source})
-	}
-	out, err := gitstore.NewSnapshot(snap.URL, snap.Revision, objs)
+	out, err := Decorate(r.Client, g.Name, snap)
 	if err != nil {
 		// Defaulting a namespace can only collide with an object already
 		// in "default"; keep the undecorated keys rather than lose objects.
@@ -278,21 +264,43 @@ func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *
 	return out
 }
 
-func (r *GuardReconciler) namespaced(gvk schema.GroupVersionKind) bool {
-	ok, err := r.Client.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
+// Decorate returns the snapshot as a guard applies it: every object carries
+// the inventory label, and a namespaced object Git leaves without a namespace
+// gets "default".
+func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore.Snapshot, error) {
+	objs := make([]*gitstore.Object, 0, len(snap.Objects))
+	for _, o := range snap.Objects {
+		u := o.Obj.DeepCopy()
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[GuardLabel] = guard
+		u.SetLabels(labels)
+		if u.GetNamespace() == "" && namespaced(c, u.GroupVersionKind()) {
+			u.SetNamespace(corev1.NamespaceDefault)
+		}
+		objs = append(objs, &gitstore.Object{Key: gitstore.KeyOf(u), Obj: u, Source: o.Source})
+	}
+	return gitstore.NewSnapshot(snap.URL, snap.Revision, objs)
+}
+
+func namespaced(c client.Client, gvk schema.GroupVersionKind) bool {
+	ok, err := c.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
 	return err == nil && ok
 }
 
-func (r *GuardReconciler) auth(ctx context.Context, g *v1alpha1.Guard) (*gitstore.Auth, error) {
+// Auth reads the Git credentials a Guard names, nil when it names none.
+func Auth(ctx context.Context, c client.Client, g *v1alpha1.Guard, defaultNamespace string) (*gitstore.Auth, error) {
 	if g.Spec.SecretRef == nil {
 		return nil, nil
 	}
 	ns := g.Spec.SecretRef.Namespace
 	if ns == "" {
-		ns = r.SecretNamespace
+		ns = defaultNamespace
 	}
 	var s corev1.Secret
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: g.Spec.SecretRef.Name}, &s); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: g.Spec.SecretRef.Name}, &s); err != nil {
 		return nil, fmt.Errorf("spec.secretRef %s/%s: %w", ns, g.Spec.SecretRef.Name, err)
 	}
 	return &gitstore.Auth{Username: string(s.Data["username"]), Password: string(s.Data["password"]), BearerToken: string(s.Data["bearerToken"])}, nil

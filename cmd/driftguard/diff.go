@@ -18,9 +18,9 @@ import (
 )
 
 func newDiffCommand() *cobra.Command {
-	var desiredFile, liveFile, ignoreFile string
+	var desiredFile, liveFile, ignoreFile, kubeconfig, namespace string
 	cmd := &cobra.Command{
-		Use:   "diff --desired FILE --live FILE [--ignore RULES]",
+		Use:   "diff (GUARD | --desired FILE --live FILE [--ignore RULES])",
 		Short: "Show the fields where a live object differs from Git, as the guard sees them",
 		Long: `diff compares one object from Git (--desired) with the same object as the
 cluster holds it (--live, for example kubectl get -o yaml), with the comparison
@@ -28,13 +28,23 @@ the guard itself uses, and prints the fields that differ. Secret values are
 redacted. --ignore takes a YAML list of ignore rules, written as in a Guard's
 spec.ignore.
 
+With a GUARD name instead, diff reads that Guard from the cluster
+(--kubeconfig), fetches and renders its Git source as the guard does, and
+compares every object with the cluster, with the Guard's ignore rules.
+
 Exit status: 0 in sync, 1 when fields differ, 2 when an input is bad.`,
-		Args: cobra.NoArgs,
+		Args: cobra.MaximumNArgs(1),
 		// Differences are a result, not a usage error.
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			differ, err := runDiff(cmd.OutOrStdout(), cmd.ErrOrStderr(), desiredFile, liveFile, ignoreFile)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var differ bool
+			var err error
+			if len(args) == 1 {
+				differ, err = runGuardDiff(cmd.Context(), cmd.OutOrStdout(), kubeconfig, args[0], namespace)
+			} else {
+				differ, err = runDiff(cmd.OutOrStdout(), cmd.ErrOrStderr(), desiredFile, liveFile, ignoreFile)
+			}
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "driftguard diff:", err)
 				return exitCode(2)
@@ -47,6 +57,8 @@ Exit status: 0 in sync, 1 when fields differ, 2 when an input is bad.`,
 	}
 	cmd.Flags().StringVar(&desiredFile, "desired", "", "the object as Git declares it (YAML or JSON)")
 	cmd.Flags().StringVar(&liveFile, "live", "", "the object as the cluster holds it (YAML or JSON)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster, with GUARD (default: $KUBECONFIG, ~/.kube/config)")
+	cmd.Flags().StringVar(&namespace, "namespace", "driftguard-system", "the guard's namespace, where Git credentials are looked up, with GUARD")
 	cmd.Flags().StringVar(&ignoreFile, "ignore", "", "YAML list of ignore rules (group, kind, namespace, name, jsonPointers, jqPathExpressions, managedFieldsManagers)")
 	return cmd
 }
@@ -84,7 +96,13 @@ func runDiff(out, errOut io.Writer, desiredFile, liveFile, ignoreFile string) (b
 		fmt.Fprintln(out, "in sync")
 		return false, nil
 	}
-	fmt.Fprintf(out, "--- git: %s\n+++ live\n", id)
+	printChanges(out, id.String(), "", changes)
+	return true, nil
+}
+
+// printChanges prints one object's differing fields like a unified diff.
+func printChanges(out io.Writer, object, where string, changes []drift.Change) {
+	fmt.Fprintf(out, "--- git: %s%s\n+++ live\n", object, where)
 	for _, c := range changes {
 		liveValue := "(missing)"
 		if !c.Missing {
@@ -97,7 +115,6 @@ func runDiff(out, errOut io.Writer, desiredFile, liveFile, ignoreFile string) (b
 	} else {
 		fmt.Fprintf(out, "%d fields differ\n", len(changes))
 	}
-	return true, nil
 }
 
 type objectID struct{ group, kind, namespace, name string }

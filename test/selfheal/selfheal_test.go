@@ -5,9 +5,13 @@ package selfheal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,6 +199,11 @@ func TestSelfHealOffRecordsButKeeps(t *testing.T) {
 	if err != nil || cm.Data["greeting"] != "accepted" {
 		t.Fatalf("change was not kept: %v %v", err, cm.Data)
 	}
+	// driftguard diff GUARD shows the same drift, field by field, exit status 1.
+	out, code := driftguardCLI(t, "diff", repo.Guard, "--kubeconfig", h.Cluster.AdminKubeconfig)
+	if code != 1 || !strings.Contains(out, `/data/greeting: -"from git" +"accepted"`) || !strings.Contains(out, "all.yaml:6") {
+		t.Fatalf("driftguard diff: exit %d\n%s", code, out)
+	}
 	// kubectl get guards shows the drift without waiting for the next full reconcile (interval 1h).
 	harness.Eventually(t, 10*time.Second, "status lists the drifted object", func() error {
 		g := h.Guard(t, repo.Guard)
@@ -281,4 +290,30 @@ func TestFightWithAControllerStops(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+var cliOnce sync.Once
+var cliPath string
+
+// driftguardCLI builds the driftguard binary once and runs it.
+func driftguardCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cliOnce.Do(func() {
+		cliPath = filepath.Join(h.Dir, "driftguard")
+		build := exec.Command("go", "build", "-o", cliPath, "./cmd/driftguard")
+		build.Dir = "../.."
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
+	})
+	out, err := exec.Command(cliPath, args...).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	}
+	t.Fatalf("run driftguard: %v", err)
+	return "", -1
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/reconcile"
+)
+
+// runGuardDiff compares a Guard's Git source with the cluster, object by
+// object, and reports whether anything differs.
+func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespace string) (bool, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return false, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return false, err
+	}
+	var g v1alpha1.Guard
+	if err := c.Get(ctx, client.ObjectKey{Name: guard}, &g); err != nil {
+		return false, fmt.Errorf("guard %s: %w", guard, err)
+	}
+	ignore, err := reconcile.CompileIgnoreRules(g.Spec.Ignore)
+	if err != nil {
+		return false, fmt.Errorf("guard %s: spec.%w", guard, err)
+	}
+	auth, err := reconcile.Auth(ctx, c, &g, namespace)
+	if err != nil {
+		return false, err
+	}
+	cache, err := os.MkdirTemp("", "driftguard-diff-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(cache)
+	rev, snap, err := gitstore.NewFetcher(cache, logr.Discard()).Fetch(ctx, gitstore.Request{URL: g.Spec.URL, Ref: g.Spec.Ref, Path: g.Spec.Path, Auth: auth})
+	if err != nil {
+		return false, fmt.Errorf("revision %s: %w", rev, err)
+	}
+	if snap, err = reconcile.Decorate(c, g.Name, snap); err != nil {
+		return false, err
+	}
+	differ := 0
+	for _, o := range snap.Objects {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(o.Obj.GroupVersionKind())
+		where := fmt.Sprintf(" (%s:%d@%.7s)", o.Source.Path, o.Source.Line, rev)
+		err := c.Get(ctx, client.ObjectKey{Namespace: o.Key.Namespace, Name: o.Key.Name}, live)
+		switch {
+		case apierrors.IsNotFound(err) || reconcile.IsNotFoundOrGone(err):
+			fmt.Fprintf(out, "--- git: %s%s\n+++ live: missing\n", displayKey(o.Key), where)
+			differ++
+			continue
+		case err != nil:
+			return differ > 0, fmt.Errorf("get %s: %w", o.Key, err)
+		}
+		gvk := o.Obj.GroupVersionKind()
+		changes := drift.Compare(o.Obj.Object, live.Object, drift.For(ignore, gvk.Group, gvk.Kind, o.Key.Namespace, o.Key.Name, live.Object))
+		if len(changes) > 0 {
+			printChanges(out, displayKey(o.Key), where, changes)
+			differ++
+		}
+	}
+	if differ == 0 {
+		fmt.Fprintf(out, "in sync: %d objects at %.7s\n", len(snap.Objects), rev)
+		return false, nil
+	}
+	fmt.Fprintf(out, "%d of %d objects differ from %.7s\n", differ, len(snap.Objects), rev)
+	return true, nil
+}
+
+func displayKey(k gitstore.ObjectKey) string {
+	if k.Namespace == "" {
+		return k.Kind + " " + k.Name
+	}
+	return k.Kind + " " + k.Namespace + "/" + k.Name
+}
