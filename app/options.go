@@ -31,6 +31,9 @@ type Options struct {
 	MaxInFlight        int
 	ExcludeNamespaces  []string
 
+	ReceiverAddr  string
+	ReceiverToken string
+
 	PolicyDir        string
 	GuardUsers       []string
 	BreakGlassGroups []string
@@ -73,6 +76,7 @@ func DefaultOptions() Options {
 		AuditFileBackups:  5,
 		AuditEvents:       true,
 		AuditQueueSize:    4096,
+		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
 	}
 }
 
@@ -98,6 +102,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", o.MaxInFlight, "admission reviews decided at once; more wait until the deadline")
 	fs.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", o.ExcludeNamespaces, "namespaces whose objects the webhook never sees (the guard's own is always added)")
 
+	fs.StringVar(&o.ReceiverAddr, "receiver-addr", o.ReceiverAddr, "address of the Git push receiver (POST /hook from GitHub, GitLab, Gitea or a script reconciles that repository's Guards at once); empty disables it")
+	fs.StringVar(&o.ReceiverToken, "receiver-token", o.ReceiverToken, "shared secret push notifications must carry (X-Driftguard-Token, X-Gitlab-Token, or GitHub's X-Hub-Signature-256); env DRIFTGUARD_RECEIVER_TOKEN")
 	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "folder of Rego files (package driftguard) to use instead of the built-in policy; reloaded on change")
 	fs.StringSliceVar(&o.GuardUsers, "guard-users", o.GuardUsers, "extra identities always allowed (the guard's own identity is found at start-up)")
 	fs.StringSliceVar(&o.BreakGlassGroups, "break-glass-groups", o.BreakGlassGroups, "groups whose members may change managed objects with a driftguard.io/break-glass annotation")

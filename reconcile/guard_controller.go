@@ -20,6 +20,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
@@ -58,12 +61,37 @@ type GuardReconciler struct {
 
 	mu        sync.Mutex
 	decorated map[string][2]*gitstore.Snapshot // guard -> {fetched, decorated}
+	pushes    chan event.GenericEvent
+}
+
+// Pushed reconciles at once every Guard whose repository is one of urls (a
+// push notification), instead of at its next interval.
+func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
+	var guards v1alpha1.GuardList
+	if err := r.Client.List(ctx, &guards); err != nil {
+		r.Log.Error(err, "list guards for a push")
+		return
+	}
+	for i := range guards.Items {
+		g := &guards.Items[i]
+		for _, u := range urls {
+			if gitstore.SameRepository(g.Spec.URL, u) {
+				select {
+				case r.pushes <- event.GenericEvent{Object: g}:
+				default: // a reconcile of it is queued already
+				}
+				break
+			}
+		}
+	}
 }
 
 // SetupWithManager registers the reconciler.
 func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.pushes = make(chan event.GenericEvent, 256)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Guard{}).
+		WatchesRawSource(source.Channel(r.pushes, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }

@@ -3,13 +3,17 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/harness"
@@ -98,4 +102,26 @@ func TestPruneOffKeepsRemovedObjects(t *testing.T) {
 	if _, err := getConfigMap(t, ns, "b"); err != nil {
 		t.Fatalf("b was removed with prune off: %v", err)
 	}
+}
+
+// TestPushReconcilesAtOnce: a push notification to the receiver applies the
+// new commit without waiting for the interval (here an hour).
+func TestPushReconcilesAtOnce(t *testing.T) {
+	t.Parallel()
+	const ns = "push"
+	repo := h.NewGuard(t, "push", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "one")},
+		func(s *v1alpha1.GuardSpec) { s.Interval = metav1.Duration{Duration: time.Hour} })
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	rev := repo.Change(t, "two", map[string]string{"cm.yaml": configMap(ns, "cm", "two")})
+	body := fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q}}`, repo.URL)
+	resp, err := http.Post(h.ReceiverURL, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("receiver answered %s", resp.Status)
+	}
+	h.WaitApplied(t, repo.Guard, rev)
+	waitValue(t, ns, "cm", "two")
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,9 @@ type Harness struct {
 	Audit *Records
 	// AuditFile is where the file sink writes.
 	AuditFile string
-	Dir       string
+	// ReceiverURL is the guard's Git push receiver.
+	ReceiverURL string
+	Dir         string
 
 	cancel context.CancelFunc
 	done   chan error
@@ -100,6 +103,12 @@ func (h *Harness) start(o Options) error {
 	opts.AuditFile = h.AuditFile
 	opts.DefaultInterval = 5 * time.Second
 	opts.WebhookConfigName = "driftguard-" + filepath.Base(h.Dir)
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	opts.ReceiverAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	h.ReceiverURL = "http://" + opts.ReceiverAddr + "/hook"
 	if o.Guard != nil {
 		o.Guard(&opts)
 	}
@@ -179,6 +188,15 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func writeCRDs(dir string) error {
