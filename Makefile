@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools generate verify test test-unit test-e2e bench lint demo clean
+.PHONY: all build tools generate verify test test-unit test-e2e bench bench-e2e lint demo clean
 
 all: build
 
@@ -33,8 +33,12 @@ test-unit: ## Unit tests only (no control plane)
 test-e2e: tools ## End-to-end suites only
 	CI=true $(GO) test -count=1 -timeout 30m ./test/...
 
-bench: tools ## Benchmarks; prints figures
-	$(GO) test -run '^$$' -bench . -benchmem ./drift/... ./policy/...
+bench: tools ## Benchmarks; prints figures (docs/benchmarks.md)
+	$(GO) test -run '^$$' -bench . -benchmem ./drift/... ./policy/... ./webhook/...
+	@$(MAKE) --no-print-directory bench-e2e
+
+bench-e2e: tools ## End-to-end benchmarks on a real control plane: self-heal, burst, webhook overhead and throughput (about 3-4 minutes)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 15m ./test/bench/
 
 lint: tools ## gofmt, go vet, golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

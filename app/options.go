@@ -31,6 +31,8 @@ type Options struct {
 	MaxInFlight        int
 	ExcludeNamespaces  []string
 
+	IgnoreFile string
+
 	ReceiverAddr  string
 	ReceiverToken string
 
@@ -102,6 +104,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", o.MaxInFlight, "admission reviews decided at once; more wait until the deadline")
 	fs.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", o.ExcludeNamespaces, "namespaces whose objects the webhook never sees (the guard's own is always added)")
 
+	fs.StringVar(&o.IgnoreFile, "ignore-file", o.IgnoreFile, "YAML list of ignore rules (as in a Guard's spec.ignore) that apply to every Guard, e.g. replicas owned by HPAs")
 	fs.StringVar(&o.ReceiverAddr, "receiver-addr", o.ReceiverAddr, "address of the Git push receiver (POST /hook from GitHub, GitLab, Gitea or a script reconciles that repository's Guards at once); empty disables it")
 	fs.StringVar(&o.ReceiverToken, "receiver-token", o.ReceiverToken, "shared secret push notifications must carry (X-Driftguard-Token, X-Gitlab-Token, or GitHub's X-Hub-Signature-256); env DRIFTGUARD_RECEIVER_TOKEN")
 	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "folder of Rego files (package driftguard) to use instead of the built-in policy; reloaded on change")

@@ -106,7 +106,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		sinks = append(sinks, fs)
 	}
 	if o.AuditEvents {
-		sinks = append(sinks, audit.NewEventSink(kube, "driftguard"))
+		sinks = append(sinks, audit.NewAsyncSink(audit.NewEventSink(kube, "driftguard"), 1024, 4))
 	}
 	auditLog := audit.NewLogger(log.WithName("audit"), o.AuditQueueSize, sinks...)
 	if err := mgr.Add(auditLog); err != nil {
@@ -130,6 +130,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	// Desired state, apply, drift.
 	store := gitstore.NewStore()
 	settings := &guardSettings{c: mgr.GetClient()}
+	if o.IgnoreFile != "" {
+		if settings.global, err = reconcile.ReadIgnoreFile(o.IgnoreFile); err != nil {
+			return fmt.Errorf("--ignore-file: %w", err)
+		}
+	}
 	applier := &reconcile.Applier{Client: mgr.GetClient(), Rules: settings.IgnoreRules}
 	watcher := &informer.Watcher{
 		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: store, Reverter: reverter{applier},
@@ -294,7 +299,8 @@ func (r reverter) ClearAnnotations(ctx context.Context, live *unstructured.Unstr
 // guardSettings reads per-Guard settings from the manager's cache; ignore
 // rules are compiled once per Guard generation.
 type guardSettings struct {
-	c client.Client
+	c      client.Client
+	global []*drift.Rule // --ignore-file, for every Guard
 
 	mu    sync.Mutex
 	rules map[string]compiledRules
@@ -305,19 +311,21 @@ type compiledRules struct {
 	rules      []*drift.Rule
 }
 
-// IgnoreRules returns the compiled ignore rules of a Guard; rules that do not
-// compile are reported by the Guard reconciler and ignored here.
+// IgnoreRules returns the global ignore rules and the compiled rules of a
+// Guard; rules that do not compile are reported by the Guard reconciler and
+// left out here.
 func (s *guardSettings) IgnoreRules(guard string) []*drift.Rule {
 	g, ok := s.guard(guard)
 	if !ok || len(g.Spec.Ignore) == 0 {
-		return nil
+		return s.global
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.rules[guard]; ok && c.generation == g.Generation {
 		return c.rules
 	}
-	rules, _ := reconcile.CompileIgnoreRules(g.Spec.Ignore)
+	own, _ := reconcile.CompileIgnoreRules(g.Spec.Ignore)
+	rules := append(slices.Clone(s.global), own...)
 	if s.rules == nil {
 		s.rules = map[string]compiledRules{}
 	}

@@ -162,6 +162,10 @@ func (c *comparer) value(desired, live any, present bool) {
 		return
 	}
 	if !present {
+		if isEmpty(desired) {
+			// The API server drops empty maps and lists ("annotations: {}").
+			return
+		}
 		c.record(desired, nil, true)
 		return
 	}
@@ -225,6 +229,16 @@ func (c *comparer) list(desired, live []any) {
 		c.value(desired[i], live[i], true)
 		c.pop()
 	}
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
 }
 
 // namesOf returns the name of each element when every element is an object

@@ -317,3 +317,17 @@ func parsePointer(p string) ([]string, error) {
 	}
 	return parts, nil
 }
+
+// RuleErrors splits the errors CompileRules and Check join into one error a
+// rule, for printing a line each.
+func RuleErrors(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, RuleErrors(e)...)
+	}
+	return out
+}

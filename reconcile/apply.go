@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 )
@@ -66,15 +65,6 @@ type Applier struct {
 	// Rules, when set, returns a guard's ignore rules: ignored fields are
 	// neither compared nor taken back from their owner on apply.
 	Rules func(guard string) []*drift.Rule
-}
-
-// CompileIgnoreRules compiles a Guard's ignore rules; errors name each bad rule.
-func CompileIgnoreRules(rules []v1alpha1.IgnoreRule) ([]*drift.Rule, error) {
-	specs := make([]drift.RuleSpec, len(rules))
-	for i, r := range rules {
-		specs[i] = drift.RuleSpec(r)
-	}
-	return drift.CompileRules(specs)
 }
 
 // Options returns the comparison options for a desired object and its live state.

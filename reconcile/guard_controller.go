@@ -18,10 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -90,7 +92,9 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pushes = make(chan event.GenericEvent, 256)
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.Guard{}).
+		// Status patches (drift counts, conditions) must not start a full
+		// reconcile; spec changes, pushes and the interval do.
+		For(&v1alpha1.Guard{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.pushes, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)

@@ -13,8 +13,8 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
-	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/reconcile"
 )
 
 func newDiffCommand() *cobra.Command {
@@ -78,7 +78,7 @@ func runDiff(out, errOut io.Writer, desiredFile, liveFile, ignoreFile string) (b
 	}
 	var rules []*drift.Rule
 	if ignoreFile != "" {
-		if rules, err = readRules(ignoreFile); err != nil {
+		if rules, err = reconcile.ReadIgnoreFile(ignoreFile); err != nil {
 			return false, err
 		}
 	}
@@ -87,7 +87,7 @@ func runDiff(out, errOut io.Writer, desiredFile, liveFile, ignoreFile string) (b
 		return false, fmt.Errorf("%s holds %s but %s holds %s: not the same object", desiredFile, id, liveFile, lid)
 	}
 	if err := drift.Check(rules, id.group, id.kind, id.namespace, id.name, desired); err != nil {
-		for _, e := range flatten(err) {
+		for _, e := range drift.RuleErrors(err) {
 			fmt.Fprintf(errOut, "warning: %s: %v (hides nothing)\n", ignoreFile, e)
 		}
 	}
@@ -216,44 +216,4 @@ func unstructuredNumbers(v any) any {
 		return f
 	}
 	return v
-}
-
-// readRules reads a YAML list of ignore rules, field names as in a Guard's
-// spec.ignore, and compiles them.
-func readRules(file string) ([]*drift.Rule, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("read ignore rules: %w", err)
-	}
-	var specs []v1alpha1.IgnoreRule
-	if err := yaml.UnmarshalStrict(b, &specs); err != nil {
-		return nil, fmt.Errorf("%s: a YAML list of ignore rules: %w", file, err)
-	}
-	in := make([]drift.RuleSpec, len(specs))
-	for i, r := range specs {
-		in[i] = drift.RuleSpec(r)
-	}
-	rules, err := drift.CompileRules(in)
-	if err != nil {
-		// One bad expression a line, each naming the file.
-		var errs []error
-		for _, e := range flatten(err) {
-			errs = append(errs, fmt.Errorf("%s: %w", file, e))
-		}
-		return nil, errors.Join(errs...)
-	}
-	return rules, nil
-}
-
-// flatten lists the errors inside (nested) errors.Join results.
-func flatten(err error) []error {
-	j, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return []error{err}
-	}
-	var out []error
-	for _, e := range j.Unwrap() {
-		out = append(out, flatten(e)...)
-	}
-	return out
 }

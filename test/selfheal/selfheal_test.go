@@ -29,15 +29,29 @@ import (
 
 var h *harness.Harness
 
+// globalIgnore is the guard's --ignore-file: it hides /data/free of every
+// ConfigMap named "global".
+const globalIgnore = `- kind: ConfigMap
+  name: global
+  jsonPointers: [/data/free]
+`
+
 func TestMain(m *testing.M) {
+	ignoreFile := filepath.Join(os.TempDir(), fmt.Sprintf("driftguard-ignore-%d.yaml", os.Getpid()))
+	if err := os.WriteFile(ignoreFile, []byte(globalIgnore), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer os.Remove(ignoreFile)
 	var err error
-	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) { o.WebhookRegister = false }})
+	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) { o.WebhookRegister = false; o.IgnoreFile = ignoreFile }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start harness:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
 	h.Stop()
+	_ = os.Remove(ignoreFile)
 	os.Exit(code)
 }
 
@@ -316,4 +330,26 @@ func driftguardCLI(t *testing.T, args ...string) (string, int) {
 	}
 	t.Fatalf("run driftguard: %v", err)
 	return "", -1
+}
+
+// TestGlobalIgnoreFile: rules from --ignore-file apply to every Guard.
+func TestGlobalIgnoreFile(t *testing.T) {
+	t.Parallel()
+	const ns = "global-ignore"
+	all := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %[1]s\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: global\n  namespace: %[1]s\ndata:\n  free: git\n  greeting: from git\n", ns)
+	repo := h.NewGuard(t, "global-ignore", true, map[string]string{"all.yaml": all})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	if out, err := h.Kubectl(t, "patch", "configmap", "global", "-n", ns, "--type=merge", "-p", `{"data":{"free":"mine","greeting":"by hand"}}`); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	harness.Eventually(t, 10*time.Second, "greeting reverted, free kept", func() error {
+		var cm corev1.ConfigMap
+		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "global"}, &cm); err != nil {
+			return err
+		}
+		if cm.Data["greeting"] != "from git" || cm.Data["free"] != "mine" {
+			return fmt.Errorf("data %v", cm.Data)
+		}
+		return nil
+	})
 }

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// saveWebhooks keeps copies of the webhook configurations the guard
+// registered. The validating one exists when this runs; the mutating one is
+// registered right after it, if the guard registers one at all.
+func (e *env) saveWebhooks(ctx context.Context) error {
+	adm := e.kube.AdmissionregistrationV1()
+	vwc, err := adm.ValidatingWebhookConfigurations().Get(ctx, e.opts.WebhookConfigName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	e.vwc = vwc.DeepCopy()
+	clearServerFields(&e.vwc.ObjectMeta)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		mwc, err := adm.MutatingWebhookConfigurations().Get(ctx, e.opts.WebhookConfigName, metav1.GetOptions{})
+		if err == nil {
+			e.mwc = mwc.DeepCopy()
+			clearServerFields(&e.mwc.ObjectMeta)
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func clearServerFields(m *metav1.ObjectMeta) {
+	m.ResourceVersion, m.UID, m.Generation = "", "", 0
+	m.CreationTimestamp = metav1.Time{}
+	m.ManagedFields = nil
+}
+
+// setAdmission makes the guard's validating and mutating webhook
+// configurations present or absent, and waits until the API server acts on
+// the validating one: a patch by alice of the managed ConfigMap ns/probe is
+// denied, or admitted. The mutating one gives no such signal; it was changed
+// first and gets the same time plus half a second.
+func (e *env) setAdmission(b *testing.B, validating, mutating bool, alice kubernetes.Interface, ns, probe string) {
+	b.Helper()
+	ctx := context.Background()
+	adm := e.kube.AdmissionregistrationV1()
+	if e.mwc != nil {
+		ensure(b, mutating, func() error {
+			_, err := adm.MutatingWebhookConfigurations().Create(ctx, e.mwc, metav1.CreateOptions{})
+			return err
+		}, func() error {
+			return adm.MutatingWebhookConfigurations().Delete(ctx, e.mwc.Name, metav1.DeleteOptions{})
+		})
+	}
+	ensure(b, validating, func() error {
+		_, err := adm.ValidatingWebhookConfigurations().Create(ctx, e.vwc, metav1.CreateOptions{})
+		return err
+	}, func() error {
+		return adm.ValidatingWebhookConfigurations().Delete(ctx, e.vwc.Name, metav1.DeleteOptions{})
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 0; ; i++ {
+		_, err := patchValue(alice, ns, probe, fmt.Sprintf("probe-%d-%d", time.Now().UnixNano(), i))
+		denied := apierrors.IsForbidden(err) && strings.Contains(err.Error(), "driftguard")
+		if err != nil && !denied {
+			b.Fatalf("probe patch of %s/%s: %v", ns, probe, err)
+		}
+		if denied == validating {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("validating webhook present=%v not in effect within 15s", validating)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+}
+
+// ensure makes an object present (create) or absent (del), tolerating it
+// already being so.
+func ensure(b *testing.B, present bool, create, del func() error) {
+	b.Helper()
+	var err error
+	if present {
+		if err = create(); apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	} else if err = del(); apierrors.IsNotFound(err) {
+		err = nil
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,383 @@
+// Package bench holds driftguard's performance benchmarks. They report
+// figures (b.ReportMetric and a printed table) and never assert on timings.
+//
+// The end-to-end benchmarks start a real kube-apiserver and etcd (devenv), a
+// Git server on loopback and the guard in-process (app.Run), lazily, from
+// inside the benchmark: `go test ./...` compiles this package and runs
+// nothing. Run them with `make bench-e2e` or
+//
+//	KUBEBUILDER_ASSETS=$(tools/build.sh --print) go test -run '^$' -bench . -benchtime 1x ./test/bench/
+//
+// docs/benchmarks.md describes what each one measures.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/config"
+	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/gitserver"
+)
+
+// TestMain only stops the environment a benchmark left running; it starts
+// nothing, so a plain `go test` of this package costs nothing.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopCurrent()
+	os.Exit(code)
+}
+
+// env is one control plane, Git server and guard. Unlike test/harness it
+// stamps every audit record with the time it reaches the writer, so latency is
+// measured on this process's clock as records arrive.
+type env struct {
+	name    string
+	dir     string
+	cluster *devenv.Cluster
+	git     *gitserver.Server
+	admin   client.Client
+	kube    kubernetes.Interface // admin, typed, high QPS
+	opts    app.Options
+	audit   *stampedRecords
+
+	onStop []func() // run first by stop
+
+	// The webhook configurations as the guard registered them, without
+	// server-set fields, to re-create them after setAdmission deleted them.
+	vwc *admissionregistrationv1.ValidatingWebhookConfiguration
+	mwc *admissionregistrationv1.MutatingWebhookConfiguration // nil when the guard registers none
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+var (
+	envMu   sync.Mutex
+	current *env
+	stopped bool
+)
+
+// guardEnv returns the process's environment, starting it on first use. It
+// is one guard for every benchmark: controller-runtime refuses a second guard
+// in one process (its controller names must be unique), so the guard is
+// started with its webhook registered and the benchmarks that need the
+// webhook off delete the configurations (setAdmission). The registrar is the
+// only thing WebhookRegister switches, so the API server cannot tell the two
+// apart.
+func guardEnv(b *testing.B) *env {
+	b.Helper()
+	envMu.Lock()
+	defer envMu.Unlock()
+	if current != nil {
+		return current
+	}
+	if stopped {
+		b.Skip("the guard of this process was stopped; run this benchmark in a process of its own")
+	}
+	if missing := devenv.MissingBinaries("", false); len(missing) > 0 {
+		b.Skipf("control-plane binaries missing in %s: %v (run tools/build.sh, set KUBEBUILDER_ASSETS)", devenv.DefaultBinDir(), missing)
+	}
+	began := time.Now()
+	e, err := startEnv("guard", func(o *app.Options) { o.GuardUsers = append(o.GuardUsers, benchUser) })
+	if err != nil {
+		b.Fatalf("start environment: %v", err)
+	}
+	b.Logf("control plane, Git server and guard up in %s (logs in %s)", time.Since(began).Round(time.Millisecond), e.dir)
+	current = e
+	return e
+}
+
+// benchUser is an identity the default policy allows (added to GuardUsers).
+const benchUser = "bench-user"
+
+func stopCurrent() {
+	envMu.Lock()
+	defer envMu.Unlock()
+	if current != nil {
+		current.stop()
+		current = nil
+		stopped = true
+	}
+}
+
+func startEnv(name string, tweak func(*app.Options)) (*env, error) {
+	dir, err := os.MkdirTemp("", "driftguard-bench-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{name: name, dir: dir, audit: newStampedRecords()}
+	if err := e.start(tweak); err != nil {
+		e.stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *env) start(tweak func(*app.Options)) error {
+	crds := filepath.Join(e.dir, "crds")
+	sub, err := fs.Sub(config.CRDs, "crd")
+	if err != nil {
+		return err
+	}
+	if err := os.CopyFS(crds, sub); err != nil {
+		return fmt.Errorf("write CRDs: %w", err)
+	}
+	logFile, err := os.Create(filepath.Join(e.dir, "guard.log"))
+	if err != nil {
+		return err
+	}
+	log := zap.New(zap.WriteTo(logFile))
+	// client-go and controller-runtime log through it too, into guard.log.
+	ctrllog.SetLogger(log)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	if e.cluster, err = devenv.Start(ctx, devenv.Options{CRDDirs: []string{crds}, Dir: filepath.Join(e.dir, "cluster"), Log: log}); err != nil {
+		return err
+	}
+	if e.git, err = gitserver.Start(filepath.Join(e.dir, "git")); err != nil {
+		return err
+	}
+	_, guardCfg, err := e.cluster.AddUser("driftguard", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	adminCfg := fastConfig(e.cluster.Config)
+	if e.admin, err = client.New(adminCfg, client.Options{Scheme: app.Scheme()}); err != nil {
+		return err
+	}
+	if e.kube, err = kubernetes.NewForConfig(adminCfg); err != nil {
+		return err
+	}
+	o := app.DefaultOptions()
+	o.WebhookAddr, o.MetricsAddr, o.HealthAddr = "127.0.0.1:0", "0", "0"
+	o.GitCacheDir = filepath.Join(e.dir, "gitcache")
+	o.WebhookConfigName = "driftguard-bench-" + e.name
+	// DRIFTGUARD_BENCH_AUDIT_EVENTS=false measures without the Event sink.
+	if v := os.Getenv("DRIFTGUARD_BENCH_AUDIT_EVENTS"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("DRIFTGUARD_BENCH_AUDIT_EVENTS: %w", err)
+		}
+		o.AuditEvents = on
+	}
+	if tweak != nil {
+		tweak(&o)
+	}
+	e.opts = o
+	e.done = make(chan error, 1)
+	go func() { e.done <- app.Run(ctx, guardCfg, o, log, e.audit) }()
+	if !o.WebhookRegister {
+		return nil
+	}
+	if err := e.waitWebhook(ctx); err != nil {
+		return err
+	}
+	return e.saveWebhooks(ctx)
+}
+
+func (e *env) waitWebhook(ctx context.Context) error {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case err := <-e.done:
+			return fmt.Errorf("guard stopped before registering its webhook: %v", err)
+		default:
+		}
+		if _, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, e.opts.WebhookConfigName, metav1.GetOptions{}); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("webhook configuration %s not registered within 60s", e.opts.WebhookConfigName)
+}
+
+func (e *env) stop() {
+	for _, f := range e.onStop {
+		f()
+	}
+	if e.cancel != nil {
+		e.cancel()
+	}
+	if e.done != nil {
+		select {
+		case <-e.done:
+		case <-time.After(20 * time.Second):
+		}
+	}
+	if e.git != nil {
+		_ = e.git.Close()
+	}
+	if e.cluster != nil {
+		_ = e.cluster.Stop()
+	}
+	if os.Getenv("DRIFTGUARD_KEEP_BENCH") == "" {
+		_ = os.RemoveAll(e.dir)
+	}
+}
+
+// fastConfig lifts client-go's default 5 QPS so a load generator is limited
+// by the API server, not by its own client.
+func fastConfig(c *rest.Config) *rest.Config {
+	c = rest.CopyConfig(c)
+	c.QPS, c.Burst = 5000, 5000
+	return c
+}
+
+// userClient returns a typed client authenticated as user (client
+// certificate) with a high QPS limit.
+func (e *env) userClient(b *testing.B, user string, groups []string) kubernetes.Interface {
+	b.Helper()
+	_, cfg, err := e.cluster.AddUser(user, groups)
+	if err != nil {
+		b.Fatal(err)
+	}
+	k, err := kubernetes.NewForConfig(fastConfig(cfg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return k
+}
+
+// configMapGuard creates namespace ns (outside Git, so managedObjects counts
+// only the ConfigMaps), a repository with n ConfigMaps cm-0000… in one file
+// each, data.value "git", and a Guard for it with a one-hour interval, so
+// that only the informer reverts drift while a benchmark runs. It waits until
+// the Guard is Ready with managedObjects == n.
+func (e *env) configMapGuard(b *testing.B, name, ns string, n int, selfHeal bool) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	repo, err := e.git.NewRepo(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		doc := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  value: %s\n", cmName(i), ns, gitValue)
+		if err := repo.WriteFile(filepath.Join("configmaps", cmName(i)+".yaml"), doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rev, err := repo.CommitAndPush(fmt.Sprintf("%d ConfigMaps", n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := &v1alpha1.Guard{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1alpha1.GuardSpec{URL: e.git.URL(name), Ref: "main", Interval: metav1.Duration{Duration: time.Hour}, SelfHeal: &selfHeal},
+	}
+	if err := e.admin.Create(ctx, g); err != nil {
+		b.Fatal(err)
+	}
+	began := time.Now()
+	deadline := began.Add(3 * time.Minute)
+	for {
+		var got v1alpha1.Guard
+		err := e.admin.Get(ctx, client.ObjectKey{Name: name}, &got)
+		if err == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) &&
+			got.Status.LastAppliedRevision == rev && got.Status.ManagedObjects == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("guard %s not Ready with %d objects within 3m: %v %+v", name, n, err, got.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.Logf("guard %s: %d ConfigMaps applied and Ready in %s", name, n, time.Since(began).Round(time.Millisecond))
+}
+
+const gitValue = "git"
+
+func cmName(i int) string { return fmt.Sprintf("cm-%04d", i) }
+
+// stamped is an audit record and the time it reached the writer.
+type stamped struct {
+	at  time.Time
+	rec audit.Record
+}
+
+// stampedRecords is the io.Writer the guard's stdout audit sink writes to.
+type stampedRecords struct {
+	mu      sync.Mutex
+	partial []byte
+	recs    []stamped
+	bad     int
+}
+
+func newStampedRecords() *stampedRecords { return &stampedRecords{recs: make([]stamped, 0, 1<<14)} }
+
+func (s *stampedRecords) Write(p []byte) (int, error) {
+	at := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.partial = append(s.partial, p...)
+	for {
+		line, rest, ok := bytes.Cut(s.partial, []byte{'\n'})
+		if !ok {
+			break
+		}
+		var r audit.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			s.bad++
+		} else {
+			s.recs = append(s.recs, stamped{at: at, rec: r})
+		}
+		s.partial = rest
+	}
+	if len(s.partial) == 0 {
+		s.partial = s.partial[:0:0]
+	}
+	return len(p), nil
+}
+
+// since returns the records from index i on, and the next index.
+func (s *stampedRecords) since(i int) ([]stamped, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]stamped(nil), s.recs[i:]...)
+	return out, len(s.recs)
+}
+
+func (s *stampedRecords) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.recs)
+}
+
+// liveValues returns the string live values of a record's fields.
+func liveValues(r audit.Record) []string {
+	var out []string
+	for _, f := range r.Fields {
+		if v, ok := f.Live.(string); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func parseRV(rv string) uint64 {
+	n, _ := strconv.ParseUint(rv, 10, 64)
+	return n
+}
