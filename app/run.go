@@ -106,7 +106,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		sinks = append(sinks, fs)
 	}
 	if o.AuditEvents {
-		sinks = append(sinks, audit.NewAsyncSink(audit.NewEventSink(kube, "driftguard"), 1024, 4))
+		// Events get a client of their own with a small rate limit, so that a
+		// burst of records never starves reverts of API calls.
+		evCfg := rest.CopyConfig(cfg)
+		evCfg.QPS, evCfg.Burst = 20, 50
+		evKube, err := kubernetes.NewForConfig(evCfg)
+		if err != nil {
+			return fmt.Errorf("events client: %w", err)
+		}
+		sinks = append(sinks, audit.NewAsyncSink(audit.NewEventSink(evKube, "driftguard"), 1024, 4))
 	}
 	auditLog := audit.NewLogger(log.WithName("audit"), o.AuditQueueSize, sinks...)
 	if err := mgr.Add(auditLog); err != nil {

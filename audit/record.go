@@ -6,11 +6,11 @@ package audit
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/driftguard/driftguard/drift"
 )
 
 // Type says what happened.
@@ -119,19 +119,11 @@ func marshalLine(r Record) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// RedactValue returns "sha256:" followed by the first 12 hex digits of the
-// SHA-256 of v's JSON encoding. Callers put it in Field.Desired and Field.Live
-// instead of a Secret's value: equal values give equal digests, so a record
-// still shows whether a value changed, without showing the value. Twelve hex
-// digits identify a change; they are not meant to resist guessing of short,
-// low-entropy values.
-func RedactValue(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Not JSON-encodable (a channel, a func, a NaN): hash its Go
-		// formatting, so the result is still never the value itself.
-		b = fmt.Appendf(nil, "%#v", v)
+// FieldsOf converts the comparison's changes (already redacted) into record fields.
+func FieldsOf(cs []drift.Change) []Field {
+	out := make([]Field, len(cs))
+	for i, c := range cs {
+		out[i] = Field{Path: c.Path, Desired: c.Desired, Live: c.Live}
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:6])
+	return out
 }

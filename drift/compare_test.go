@@ -23,27 +23,7 @@ func obj(t testing.TB, y string) map[string]any {
 	if err := dec.Decode(&m); err != nil {
 		t.Fatal(err)
 	}
-	return numbersToGo(m).(map[string]any)
-}
-
-func numbersToGo(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = numbersToGo(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = numbersToGo(e)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
+	return JSONNumbers(m).(map[string]any)
 }
 
 const deployment = `

@@ -227,25 +227,5 @@ func decodeJSON(s string) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	return fromJSONNumbers(v), nil
-}
-
-func fromJSONNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = fromJSONNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = fromJSONNumbers(e)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
+	return JSONNumbers(v), nil
 }

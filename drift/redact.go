@@ -4,12 +4,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 )
 
-// RedactValue hides a secret value behind a short hash, so two records can
-// still tell whether a value changed without showing it.
+// RedactValue returns "sha256:" followed by the first 12 hex digits of the
+// SHA-256 of v's JSON encoding, in place of a Secret's value: equal values
+// give equal digests, so a record still shows whether a value changed,
+// without showing it. Twelve hex digits identify a change; they are not meant
+// to resist guessing of short, low-entropy values.
 func RedactValue(v any) string {
-	b, _ := json.Marshal(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Not JSON-encodable: hash its Go formatting, never the value itself.
+		b = fmt.Appendf(nil, "%#v", v)
+	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:6])
 }

@@ -83,7 +83,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	}
 	rec := audit.Record{
 		Type: audit.Drift, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
-		Object: auditObject(want), Fields: auditFields(changes), Action: string(decision.Action),
+		Object: auditObject(want), Fields: audit.FieldsOf(changes), Action: string(decision.Action),
 		Reason: decision.Reason, Rule: decision.Rule, PolicyRevision: w.policyRevision(), Source: auditSource(want.Source),
 	}
 	if expired || !w.state.recordedBefore(it, live, decision) {
@@ -153,7 +153,7 @@ func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Objec
 		User:      policy.User{Username: who.user, Groups: who.groups, ServiceAccount: strings.HasPrefix(who.user, "system:serviceaccount:")},
 		Resource:  policyResource(want),
 		Desired:   drift.RedactObject(want.Obj.Object),
-		Drift:     policyChanges(changes),
+		Drift:     policy.Changes(changes),
 		Source:    policy.Source(want.Source),
 		Guard:     guard,
 	}
@@ -214,22 +214,6 @@ const reconcileManager = "driftguard"
 func policyResource(o *gitstore.Object) policy.Resource {
 	gvk := o.Obj.GroupVersionKind()
 	return policy.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
-}
-
-func policyChanges(cs []drift.Change) []policy.Change {
-	out := make([]policy.Change, len(cs))
-	for i, c := range cs {
-		out[i] = policy.Change{Path: c.Path, Desired: c.Desired, Live: c.Live}
-	}
-	return out
-}
-
-func auditFields(cs []drift.Change) []audit.Field {
-	out := make([]audit.Field, len(cs))
-	for i, c := range cs {
-		out[i] = audit.Field{Path: c.Path, Desired: c.Desired, Live: c.Live}
-	}
-	return out
 }
 
 func auditObject(o *gitstore.Object) audit.Object {

@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/driftguard/driftguard/drift"
+
 // Input is the document a policy sees as `input`. Its JSON shape is the
 // "Policy contract" of the design: admission requests and drift seen by the
 // informer (operation DRIFT) use the same shape.
@@ -86,4 +88,13 @@ type Config struct {
 	// BreakGlassGroups are groups whose members may change managed objects when
 	// the object carries a driftguard.io/break-glass annotation with a reason.
 	BreakGlassGroups []string `json:"breakGlassGroups"`
+}
+
+// Changes converts the comparison's changes into the policy's input form.
+func Changes(cs []drift.Change) []Change {
+	out := make([]Change, len(cs))
+	for i, c := range cs {
+		out[i] = Change{Path: c.Path, Desired: c.Desired, Live: c.Live}
+	}
+	return out
 }

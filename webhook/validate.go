@@ -106,7 +106,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		SubResource: req.SubResource,
 		Object:      drift.RedactObject(incoming),
 		Desired:     drift.RedactObject(want.Obj.Object),
-		Drift:       policyChanges(changes),
+		Drift:       policy.Changes(changes),
 		Source:      policy.Source(want.Source),
 		Annotations: annotationsOf(incoming),
 		DryRun:      req.DryRun != nil && *req.DryRun,
@@ -129,7 +129,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 	v.Audit.Log(ctx, audit.Record{
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
 		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: in.Resource.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
-		Fields: auditFields(changes), Action: string(d.Action), Reason: d.Reason, Rule: d.Rule,
+		Fields: audit.FieldsOf(changes), Action: string(d.Action), Reason: d.Reason, Rule: d.Rule,
 		PolicyRevision: v.Policy.Revision(), Source: &audit.Source{URL: want.Source.URL, Revision: want.Source.Revision, Path: want.Source.Path, Line: want.Source.Line},
 		RequestUID: string(req.UID), DryRun: in.DryRun,
 	})
@@ -262,29 +262,7 @@ func decodeObject(raw []byte) (map[string]any, error) {
 	if err := dec.Decode(&obj); err != nil {
 		return nil, err
 	}
-	return normalizeNumbers(obj).(map[string]any), nil
-}
-
-// normalizeNumbers turns json.Number into int64 or float64, the types
-// unstructured objects hold.
-func normalizeNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeNumbers(e)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
+	return drift.JSONNumbers(obj).(map[string]any), nil
 }
 
 func annotationsOf(obj map[string]any) map[string]string {
@@ -353,20 +331,4 @@ func denied(msg string) *admissionv1.AdmissionResponse {
 	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: msg,
 	}}
-}
-
-func policyChanges(cs []drift.Change) []policy.Change {
-	out := make([]policy.Change, len(cs))
-	for i, c := range cs {
-		out[i] = policy.Change{Path: c.Path, Desired: c.Desired, Live: c.Live}
-	}
-	return out
-}
-
-func auditFields(cs []drift.Change) []audit.Field {
-	out := make([]audit.Field, len(cs))
-	for i, c := range cs {
-		out[i] = audit.Field{Path: c.Path, Desired: c.Desired, Live: c.Live}
-	}
-	return out
 }

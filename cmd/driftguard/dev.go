@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -60,7 +59,7 @@ func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, di
 		dir = tmp
 	}
 	crdDir := filepath.Join(dir, "crds")
-	if err := writeCRDs(crdDir); err != nil {
+	if err := config.WriteCRDs(crdDir); err != nil {
 		return err
 	}
 	log.Info("starting local cluster", "simulated", simulated)
@@ -132,21 +131,4 @@ Ctrl-C stops everything.
 `, userKubeconfig, git.URL("shop"), repo.Dir, kubectl, interval)
 
 	return app.Run(ctx, guardCfg, opts, log, os.Stdout)
-}
-
-// writeCRDs writes the embedded CRDs to dir for envtest to install.
-func writeCRDs(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return fs.WalkDir(config.CRDs, "crd", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := config.CRDs.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, d.Name()), b, 0o644)
-	})
 }

@@ -175,7 +175,7 @@ func readObject(file string) (map[string]any, error) {
 	} else if _, items := obj["items"].([]any); items && strings.HasSuffix(kind, "List") {
 		return nil, fmt.Errorf("%s: holds a %s; diff compares one object", file, kind)
 	}
-	return unstructuredNumbers(obj).(map[string]any), nil
+	return drift.JSONNumbers(obj).(map[string]any), nil
 }
 
 // countDocuments counts the non-empty YAML documents in b, so that a file
@@ -196,24 +196,4 @@ func countDocuments(b []byte) (int, error) {
 			n++
 		}
 	}
-}
-
-func unstructuredNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = unstructuredNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = unstructuredNumbers(e)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
 }

@@ -7,7 +7,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -71,7 +70,7 @@ func Start(o Options) (*Harness, error) {
 
 func (h *Harness) start(o Options) error {
 	crdDir := filepath.Join(h.Dir, "crds")
-	if err := writeCRDs(crdDir); err != nil {
+	if err := config.WriteCRDs(crdDir); err != nil {
 		return err
 	}
 	log := zap.New(zap.UseDevMode(false), zap.WriteTo(logWriter(h.Dir)))
@@ -197,22 +196,6 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func writeCRDs(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return fs.WalkDir(config.CRDs, "crd", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := config.CRDs.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, d.Name()), b, 0o644)
-	})
 }
 
 func logWriter(dir string) *os.File {
