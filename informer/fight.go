@@ -9,10 +9,12 @@ import (
 )
 
 // Fight detection: when the guard keeps reverting the same object against
-// the same other field manager (an HPA, an operator), reverting again only
-// feeds a loop. After fightLimit reverts within fightWindow the guard stops
-// reverting that object for that manager and says so, naming the manager and
-// the ignore rule that would end the fight.
+// the same other field manager (an HPA, an operator) that puts back the same
+// values every time, reverting again only feeds a loop. After fightLimit such
+// reverts within fightWindow the guard stops reverting that object for that
+// manager and says so, naming the manager and the ignore rule that would end
+// the fight. Changes to different values each time (a person, a load test)
+// are not a fight.
 const (
 	fightLimit  = 5
 	fightWindow = 2 * time.Minute
@@ -23,14 +25,20 @@ type fightKey struct {
 	manager string
 }
 
+// countKey is a fightKey and the changes the manager made, as a signature.
+type countKey struct {
+	fightKey
+	changes string
+}
+
 type fights struct {
 	mu      sync.Mutex
-	reverts map[fightKey][]time.Time
+	reverts map[countKey][]time.Time
 	stopped map[fightKey]string // -> guard
 }
 
 func newFights() *fights {
-	return &fights{reverts: map[fightKey][]time.Time{}, stopped: map[fightKey]string{}}
+	return &fights{reverts: map[countKey][]time.Time{}, stopped: map[fightKey]string{}}
 }
 
 // allow reports whether the guard may revert it against manager now.
@@ -44,11 +52,11 @@ func (f *fights) allow(it item, manager string) bool {
 // reverted counts a revert; it returns true when this revert starts a fight.
 // Changes made with kubectl are a person's and never count: repeating an
 // edit must not switch self-heal off.
-func (f *fights) reverted(it item, manager, guard string, now time.Time) bool {
+func (f *fights) reverted(it item, manager, changes, guard string, now time.Time) bool {
 	if manager == "" || manager == "unknown" || strings.HasPrefix(manager, "kubectl") {
 		return false
 	}
-	k := fightKey{it, manager}
+	k := countKey{fightKey{it, manager}, changes}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	times := f.reverts[k][:0]
@@ -60,7 +68,7 @@ func (f *fights) reverted(it item, manager, guard string, now time.Time) bool {
 	times = append(times, now)
 	f.reverts[k] = times
 	if len(times) > fightLimit {
-		f.stopped[k] = guard
+		f.stopped[k.fightKey] = guard
 		delete(f.reverts, k)
 		return true
 	}

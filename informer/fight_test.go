@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,19 +18,25 @@ func TestFights(t *testing.T) {
 		every   time.Duration
 		n       int
 		fight   bool
+		varying bool // different values each time
 	}{
-		{"controller reverted often", "my-operator", time.Second, fightLimit + 1, true},
-		{"controller reverted at the limit", "my-operator", time.Second, fightLimit, false},
-		{"spread beyond the window", "my-operator", fightWindow / 2, fightLimit + 3, false},
-		{"a person with kubectl never", "kubectl-patch", time.Second, 3 * fightLimit, false},
-		{"unknown manager never", "unknown", time.Second, 3 * fightLimit, false},
+		{"controller reverted often", "my-operator", time.Second, fightLimit + 1, true, false},
+		{"controller reverted at the limit", "my-operator", time.Second, fightLimit, false, false},
+		{"spread beyond the window", "my-operator", fightWindow / 2, fightLimit + 3, false, false},
+		{"a person with kubectl never", "kubectl-patch", time.Second, 3 * fightLimit, false, false},
+		{"unknown manager never", "unknown", time.Second, 3 * fightLimit, false, false},
+		{"different values each time are no fight", "load-test", time.Second, 3 * fightLimit, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFights()
 			started := false
 			for i := range tt.n {
-				if f.reverted(it, tt.manager, "shop", t0.Add(time.Duration(i)*tt.every)) {
+				changes := "/spec/replicas=5;"
+				if tt.varying {
+					changes = fmt.Sprintf("/data/value=%d;", i)
+				}
+				if f.reverted(it, tt.manager, changes, "shop", t0.Add(time.Duration(i)*tt.every)) {
 					started = true
 				}
 			}

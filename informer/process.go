@@ -97,7 +97,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	if !w.fights.allow(it, who.manager) {
 		return nil
 	}
-	if w.fights.reverted(it, who.manager, guard, seen) {
+	if w.fights.reverted(it, who.manager, changeSignature(changes), guard, seen) {
 		msg := fightMessage(it, who.manager)
 		w.Log.Info("fight detected; no longer reverting", "object", it.key().String(), "manager", who.manager)
 		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, User: who.user, Manager: who.manager, Operation: "REVERT",
@@ -126,6 +126,15 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Rule: decision.Rule, Source: rec.Source,
 		DurationMS: float64(time.Since(seen).Microseconds()) / 1000})
 	return nil
+}
+
+// changeSignature identifies the values a change set puts in place.
+func changeSignature(changes []drift.Change) string {
+	var b strings.Builder
+	for _, c := range changes {
+		fmt.Fprintf(&b, "%s=%v;", c.Path, c.Live)
+	}
+	return b.String()
 }
 
 func (w *Watcher) notify(guard string) {
