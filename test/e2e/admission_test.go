@@ -49,6 +49,16 @@ func TestKubectlChangesAreDenied(t *testing.T) {
 			}
 		})
 	}
+	// A server-side dry run is decided the same way and recorded as a dry run.
+	if out, err := h.Kubectl(t, "scale", "deploy/web", "--replicas=4", "-n", ns, "--dry-run=server"); err == nil || !strings.Contains(out, "managed by Git") {
+		t.Fatalf("dry-run scale must be denied like the real one: %v %s", err, out)
+	}
+	dry := h.Audit.Wait(t, 10*time.Second, "dry-run decision", func(r audit.Record) bool {
+		return r.Type == audit.Decision && r.Object.Name == "web" && r.DryRun
+	})
+	if len(dry.Fields) != 1 || dry.Fields[0].Live != float64(4) {
+		t.Fatalf("dry-run record: %+v", dry)
+	}
 	// Nothing changed.
 	waitValue(t, ns, "web-config", "from git")
 	out, err := h.Kubectl(t, "get", "deploy/web", "-n", ns, "-o", "jsonpath={.spec.replicas}")
