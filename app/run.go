@@ -19,12 +19,15 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -39,6 +42,15 @@ import (
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/webhook"
 )
+
+// managedSelector selects objects carrying the inventory label.
+var managedSelector = func() labels.Selector {
+	req, err := labels.NewRequirement(reconcile.GuardLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key
+	}
+	return labels.NewSelector().Add(*req)
+}()
 
 // Scheme knows the built-in kinds, CRDs and Guards.
 func Scheme() *runtime.Scheme {
@@ -73,6 +85,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		LeaderElectionID:        "driftguard.driftguard.io",
 		LeaderElectionNamespace: o.Namespace,
 		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		// The manager's cache holds Guards and, for prune, the metadata of
+		// managed objects only: never every object of a kind in the cluster.
+		Cache: cache.Options{
+			DefaultLabelSelector: managedSelector,
+			ByObject:             map[client.Object]cache.ByObject{&v1alpha1.Guard{}: {Label: labels.Everything()}},
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -223,7 +223,11 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 
 	// 4. Prune what left Git (only objects carrying this guard's label).
 	kinds := mergeKinds(g.Status.Inventory, snap.Kinds())
-	if g.Spec.Prune {
+	// The same revision and spec as last time, with no kind left behind, has
+	// nothing to prune: skipping the lists keeps a no-op reconcile free of
+	// API calls.
+	unchanged := rev == g.Status.LastAppliedRevision && g.Generation == g.Status.ObservedGeneration && len(kinds) == len(snap.Kinds())
+	if g.Spec.Prune && !unchanged {
 		deleted, err := r.Applier.Prune(ctx, g.Name, kinds, snap)
 		for _, p := range deleted {
 			r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted),

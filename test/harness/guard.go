@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func (h *Harness) NewGuard(t testing.TB, name string, prune bool, files map[stri
 	}
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.GuardSpec{URL: h.Git.URL(name), Ref: "main", Prune: prune, Interval: metav1.Duration{Duration: 2 * time.Second}},
+		Spec:       v1alpha1.GuardSpec{URL: h.RepoURL(name), Ref: "main", Prune: prune, Interval: metav1.Duration{Duration: 2 * time.Second}},
 	}
 	for _, mod := range mods {
 		mod(&g.Spec)
@@ -50,7 +51,7 @@ func (h *Harness) NewGuard(t testing.TB, name string, prune bool, files map[stri
 		t.Fatalf("create guard %s: %v", name, err)
 	}
 	t.Cleanup(func() { _ = h.Admin.Delete(context.Background(), g) })
-	return &Repo{Repo: gr, Guard: name, URL: h.Git.URL(name), Initial: sha}
+	return &Repo{Repo: gr, Guard: name, URL: h.RepoURL(name), Initial: sha}
 }
 
 // Guard returns the current state of a Guard.
@@ -96,4 +97,12 @@ func (r *Repo) Change(t testing.TB, msg string, write map[string]string, remove 
 		t.Fatal(err)
 	}
 	return sha
+}
+
+// RepoURL is the URL the guard fetches a repository from: the Git server
+// behind a front that counts requests.
+func (h *Harness) RepoURL(name string) string {
+	u := h.Git.URL(name)
+	rest := u[strings.Index(u, "://")+3:]
+	return "http://" + h.gitFront + rest[strings.Index(rest, "/"):]
 }

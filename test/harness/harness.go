@@ -7,10 +7,13 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +48,50 @@ type Harness struct {
 
 	cancel context.CancelFunc
 	done   chan error
+
+	apiCalls counter // requests the guard makes to the API server, watches aside
+	gitCalls counter // requests to the Git server
+	gitFront string  // host:port of the counting front of the Git server
+}
+
+// counter counts requests by "METHOD path".
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) add(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[key]++
+}
+
+// Snapshot returns a copy of the counts.
+func (c *counter) Snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
+}
+
+// APICalls counts the guard's requests to the API server (watches aside).
+func (h *Harness) APICalls() map[string]int { return h.apiCalls.Snapshot() }
+
+// GitCalls counts requests to the Git server.
+func (h *Harness) GitCalls() map[string]int { return h.gitCalls.Snapshot() }
+
+type countingTransport struct {
+	next http.RoundTripper
+	c    *counter
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Query().Get("watch") != "true" {
+		t.c.add(r.Method + " " + r.URL.Path)
+	}
+	return t.next.RoundTrip(r)
 }
 
 // Options tune a harness.
@@ -89,6 +136,19 @@ func (h *Harness) start(o Options) error {
 	if _, h.GuardConfig, err = h.Cluster.AddUser("driftguard", []string{"system:masters"}); err != nil {
 		return err
 	}
+	h.GuardConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: &h.apiCalls} })
+	front, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	h.gitFront = front.Addr().String()
+	gitHandler := h.Git.Handler()
+	go func() {
+		_ = http.Serve(front, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.gitCalls.add(r.Method + " " + r.URL.Path)
+			gitHandler.ServeHTTP(w, r)
+		}))
+	}()
 	if h.AliceKubeconfig, _, err = h.Cluster.AddUser("alice", []string{"system:masters", "dev"}); err != nil {
 		return err
 	}
