@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,19 @@ func TestApplyUpdateAndPrune(t *testing.T) {
 	})
 	h.Audit.Wait(t, 10*time.Second, "apply of a", func(r audit.Record) bool {
 		return r.Type == audit.Apply && r.Object.Name == "a" && r.Action == string(reconcile.Configured) && r.Source != nil && r.Source.Revision == rev && r.Source.Path == "a.yaml"
+	})
+	// The same records go to the --audit-file sink.
+	harness.Eventually(t, 10*time.Second, "prune record in the audit file", func() error {
+		b, err := os.ReadFile(h.AuditFile)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `"type":"prune"`) && strings.Contains(line, `"guard":"apply-prune"`) && strings.Contains(line, `"name":"b"`) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no prune record among %d bytes", len(b))
 	})
 }
 
