@@ -301,18 +301,20 @@ func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *
 }
 
 // Decorate returns the snapshot as a guard applies it: every object carries
-// the inventory label, and a namespaced object Git leaves without a namespace
-// gets "default".
+// the inventory label (unless guard is empty), and a namespaced object Git
+// leaves without a namespace gets "default".
 func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore.Snapshot, error) {
 	objs := make([]*gitstore.Object, 0, len(snap.Objects))
 	for _, o := range snap.Objects {
 		u := o.Obj.DeepCopy()
-		labels := u.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
+		if guard != "" {
+			labels := u.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[GuardLabel] = guard
+			u.SetLabels(labels)
 		}
-		labels[GuardLabel] = guard
-		u.SetLabels(labels)
 		if u.GetNamespace() == "" && namespaced(c, u.GroupVersionKind()) {
 			u.SetNamespace(corev1.NamespaceDefault)
 		}

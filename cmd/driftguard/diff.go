@@ -18,9 +18,9 @@ import (
 )
 
 func newDiffCommand() *cobra.Command {
-	var desiredFile, liveFile, ignoreFile, kubeconfig, namespace string
+	var desiredFile, liveFile, ignoreFile, kubeconfig, namespace, dir string
 	cmd := &cobra.Command{
-		Use:   "diff (GUARD | --desired FILE --live FILE [--ignore RULES])",
+		Use:   "diff (GUARD | -f DIR [--ignore RULES] | --desired FILE --live FILE [--ignore RULES])",
 		Short: "Show the fields where a live object differs from Git, as the guard sees them",
 		Long: `diff compares one object from Git (--desired) with the same object as the
 cluster holds it (--live, for example kubectl get -o yaml), with the comparison
@@ -31,6 +31,8 @@ spec.ignore.
 With a GUARD name instead, diff reads that Guard from the cluster
 (--kubeconfig), fetches and renders its Git source as the guard does, and
 compares every object with the cluster, with the Guard's ignore rules.
+With -f DIR it compares the manifests of a local checkout with the cluster,
+to see what a commit would change before pushing it.
 
 Exit status: 0 in sync, 1 when fields differ, 2 when an input is bad.`,
 		Args: cobra.MaximumNArgs(1),
@@ -40,9 +42,12 @@ Exit status: 0 in sync, 1 when fields differ, 2 when an input is bad.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var differ bool
 			var err error
-			if len(args) == 1 {
+			switch {
+			case len(args) == 1:
 				differ, err = runGuardDiff(cmd.Context(), cmd.OutOrStdout(), kubeconfig, args[0], namespace)
-			} else {
+			case dir != "":
+				differ, err = runDirDiff(cmd.Context(), cmd.OutOrStdout(), kubeconfig, dir, ignoreFile)
+			default:
 				differ, err = runDiff(cmd.OutOrStdout(), cmd.ErrOrStderr(), desiredFile, liveFile, ignoreFile)
 			}
 			if err != nil {
@@ -57,6 +62,7 @@ Exit status: 0 in sync, 1 when fields differ, 2 when an input is bad.`,
 	}
 	cmd.Flags().StringVar(&desiredFile, "desired", "", "the object as Git declares it (YAML or JSON)")
 	cmd.Flags().StringVar(&liveFile, "live", "", "the object as the cluster holds it (YAML or JSON)")
+	cmd.Flags().StringVarP(&dir, "filename", "f", "", "folder of manifests (a local checkout) to compare with the cluster")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster, with GUARD (default: $KUBECONFIG, ~/.kube/config)")
 	cmd.Flags().StringVar(&namespace, "namespace", "driftguard-system", "the guard's namespace, where Git credentials are looked up, with GUARD")
 	cmd.Flags().StringVar(&ignoreFile, "ignore", "", "YAML list of ignore rules (group, kind, namespace, name, jsonPointers, jqPathExpressions, managedFieldsManagers)")

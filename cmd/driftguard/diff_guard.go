@@ -19,16 +19,46 @@ import (
 	"github.com/driftguard/driftguard/reconcile"
 )
 
-// runGuardDiff compares a Guard's Git source with the cluster, object by
-// object, and reports whether anything differs.
-func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespace string) (bool, error) {
+func clusterClient(kubeconfig string) (client.Client, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: app.Scheme()})
+}
+
+// runDirDiff compares the manifests in a local checkout with the cluster.
+func runDirDiff(ctx context.Context, out io.Writer, kubeconfig, dir, ignoreFile string) (bool, error) {
+	c, err := clusterClient(kubeconfig)
+	if err != nil {
 		return false, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	var ignore []*drift.Rule
+	if ignoreFile != "" {
+		if ignore, err = reconcile.ReadIgnoreFile(ignoreFile); err != nil {
+			return false, err
+		}
+	}
+	objs, err := gitstore.Render(os.DirFS(dir), ".", gitstore.Source{URL: dir, Revision: "local"})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", dir, err)
+	}
+	snap, err := gitstore.NewSnapshot(dir, "local", objs)
+	if err != nil {
+		return false, err
+	}
+	if snap, err = reconcile.Decorate(c, "", snap); err != nil {
+		return false, err
+	}
+	return compareWithCluster(ctx, out, c, snap, ignore)
+}
+
+// runGuardDiff compares a Guard's Git source with the cluster, object by
+// object, and reports whether anything differs.
+func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespace string) (bool, error) {
+	c, err := clusterClient(kubeconfig)
 	if err != nil {
 		return false, err
 	}
@@ -56,6 +86,12 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 	if snap, err = reconcile.Decorate(c, g.Name, snap); err != nil {
 		return false, err
 	}
+	return compareWithCluster(ctx, out, c, snap, ignore)
+}
+
+// compareWithCluster prints every object of snap that differs from the cluster.
+func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, snap *gitstore.Snapshot, ignore []*drift.Rule) (bool, error) {
+	rev := snap.Revision
 	differ := 0
 	for _, o := range snap.Objects {
 		live := &unstructured.Unstructured{}

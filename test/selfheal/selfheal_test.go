@@ -218,6 +218,11 @@ func TestSelfHealOffRecordsButKeeps(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `/data/greeting: -"from git" +"accepted"`) || !strings.Contains(out, "all.yaml:6") {
 		t.Fatalf("driftguard diff: exit %d\n%s", code, out)
 	}
+	// driftguard diff -f on the local checkout says the same before anything is pushed.
+	out, code = driftguardCLI(t, "diff", "-f", repo.Dir, "--kubeconfig", h.Cluster.AdminKubeconfig)
+	if code != 1 || !strings.Contains(out, `/data/greeting: -"from git" +"accepted"`) || !strings.Contains(out, "1 of 3 objects differ") {
+		t.Fatalf("driftguard diff -f: exit %d\n%s", code, out)
+	}
 	// kubectl get guards shows the drift without waiting for the next full reconcile (interval 1h).
 	harness.Eventually(t, 10*time.Second, "status lists the drifted object", func() error {
 		g := h.Guard(t, repo.Guard)
