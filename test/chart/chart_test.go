@@ -37,10 +37,13 @@ func TestChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	helm(t, "", "lint", "--strict", chart)
-	out := helm(t, "", "template", "guard", chart, "--namespace", "driftguard-system", "--set", "breakGlassGroups={sre,oncall}", "--set", "replicas=2")
+	out := helm(t, "", "template", "guard", chart, "--namespace", "driftguard-system", "--set", "breakGlassGroups={sre,oncall}", "--set", "replicas=2",
+		"--set", "policyConfigMap=policies", "--set", "ignoreRules[0].kind=Deployment", "--set", "ignoreRules[0].jsonPointers[0]=/spec/replicas", "--set", "receiver.enabled=true")
 	for _, want := range []string{
 		"kind: Deployment", "kind: Service", "kind: ClusterRoleBinding", "--webhook-service=guard",
 		"--break-glass-groups=sre,oncall", "--leader-elect=true", "readOnlyRootFilesystem: true", "runAsNonRoot: true",
+		"--policy-dir=/policy", "name: policies", "--ignore-file=/config/ignore.yaml", "- /spec/replicas", "--receiver-addr=:9292",
+		"kind: PodDisruptionBudget",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered chart lacks %q", want)
