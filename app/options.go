@@ -24,6 +24,7 @@ type Options struct {
 	WebhookService     string
 	WebhookServicePort int32
 	WebhookHosts       []string
+	CertDir            string
 	WebhookRegister    bool
 	WebhookConfigName  string
 	FailurePolicy      string
@@ -97,6 +98,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service (in --namespace) the API server calls when the guard runs in the cluster; overrides --webhook-url")
 	fs.Int32Var(&o.WebhookServicePort, "webhook-service-port", 443, "port of --webhook-service")
 	fs.StringSliceVar(&o.WebhookHosts, "webhook-hosts", o.WebhookHosts, "host names and IPs of the generated serving certificate")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "folder with tls.crt, tls.key and ca.crt for the webhook (shared by replicas); empty generates a self-signed pair at start-up")
 	fs.BoolVar(&o.WebhookRegister, "webhook-register", o.WebhookRegister, "create or update the ValidatingWebhookConfiguration at start-up with the generated CA")
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "name of the ValidatingWebhookConfiguration")
 	fs.StringVar(&o.FailurePolicy, "failure-policy", o.FailurePolicy, "Fail or Ignore: what the API server and the guard do with a change the guard cannot decide")

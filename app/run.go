@@ -192,7 +192,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 
 	// Admission webhook.
-	certs, err := webhook.NewCertificates(webhookHosts(o))
+	var certs *webhook.Certificates
+	if o.CertDir != "" {
+		certs, err = webhook.LoadCertificates(o.CertDir)
+	} else {
+		certs, err = webhook.NewCertificates(webhookHosts(o))
+	}
 	if err != nil {
 		return err
 	}

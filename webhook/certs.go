@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -84,4 +86,19 @@ func NewCertificates(hosts []string) (*Certificates, error) {
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	return n
+}
+
+// LoadCertificates reads tls.crt, tls.key and ca.crt from dir (a mounted
+// kubernetes.io/tls Secret with the CA added), so that every replica serves
+// the certificate the webhook configuration trusts.
+func LoadCertificates(dir string) (*Certificates, error) {
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		return nil, fmt.Errorf("--cert-dir %s: %w", dir, err)
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("--cert-dir %s: %w", dir, err)
+	}
+	return &Certificates{CAPEM: ca, Serving: pair}, nil
 }

@@ -43,7 +43,7 @@ func TestChart(t *testing.T) {
 		"kind: Deployment", "kind: Service", "kind: ClusterRoleBinding", "--webhook-service=guard",
 		"--break-glass-groups=sre,oncall", "--leader-elect=true", "readOnlyRootFilesystem: true", "runAsNonRoot: true",
 		"--policy-dir=/policy", "name: policies", "--ignore-file=/config/ignore.yaml", "- /spec/replicas", "--receiver-addr=:9292",
-		"kind: PodDisruptionBudget",
+		"kind: PodDisruptionBudget", "type: kubernetes.io/tls", "--cert-dir=/certs",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered chart lacks %q", want)
@@ -61,10 +61,24 @@ func TestChart(t *testing.T) {
 		{"get", "deployment", "guard", "-n", "driftguard-system"},
 		{"get", "service", "guard", "-n", "driftguard-system"},
 		{"get", "serviceaccount", "guard", "-n", "driftguard-system"},
+		{"get", "secret", "guard-webhook-tls", "-n", "driftguard-system"},
 	} {
 		if out, errOut, err := cluster.Kubectl(context.Background(), "", args...); err != nil {
 			t.Errorf("kubectl %v after install: %v %s %s", args, err, out, errOut)
 		}
+	}
+	// An upgrade keeps the certificate the replicas already serve.
+	get := func() string {
+		out, _, err := cluster.Kubectl(context.Background(), "", "get", "secret", "guard-webhook-tls", "-n", "driftguard-system", "-o", "jsonpath={.data.ca\\.crt}")
+		if err != nil || out == "" {
+			t.Fatalf("read webhook CA: %v", err)
+		}
+		return out
+	}
+	ca := get()
+	helm(t, cluster.AdminKubeconfig, "upgrade", "guard", chart, "--namespace", "driftguard-system", "--set", "replicas=2")
+	if get() != ca {
+		t.Fatal("helm upgrade replaced the webhook certificate")
 	}
 	helm(t, cluster.AdminKubeconfig, "uninstall", "guard", "--namespace", "driftguard-system")
 }
