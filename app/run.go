@@ -386,6 +386,14 @@ func (s *guardSettings) Enforcement(guard string) string {
 	return string(v1alpha1.EnforcementDeny)
 }
 
+// PolicyData is the Guard's spec.policyData.
+func (s *guardSettings) PolicyData(guard string) map[string]string {
+	if g, ok := s.guard(guard); ok {
+		return g.Spec.PolicyData
+	}
+	return nil
+}
+
 // BreakGlassTTL is how long a break-glass change is kept, 1h when unset.
 func (s *guardSettings) BreakGlassTTL(guard string) time.Duration {
 	if g, ok := s.guard(guard); ok && g.Spec.BreakGlassTTL != nil && g.Spec.BreakGlassTTL.Duration > 0 {

@@ -158,13 +158,14 @@ func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Objec
 		return policy.Decision{Action: policy.Revert, Reason: "no policy configured", Rule: "self-heal"}
 	}
 	in := policy.Input{
-		Operation: "DRIFT",
-		User:      policy.User{Username: who.user, Groups: who.groups, ServiceAccount: strings.HasPrefix(who.user, "system:serviceaccount:")},
-		Resource:  policyResource(want),
-		Desired:   drift.RedactObject(want.Obj.Object),
-		Drift:     policy.Changes(changes),
-		Source:    policy.Source(want.Source),
-		Guard:     guard,
+		Operation:  "DRIFT",
+		User:       policy.User{Username: who.user, Groups: who.groups, ServiceAccount: strings.HasPrefix(who.user, "system:serviceaccount:")},
+		Resource:   policyResource(want),
+		Desired:    drift.RedactObject(want.Obj.Object),
+		Drift:      policy.Changes(changes),
+		Source:     policy.Source(want.Source),
+		Guard:      guard,
+		PolicyData: w.Settings.PolicyData(guard),
 	}
 	if operation == "DELETE" {
 		in.Drift = []policy.Change{{Path: "", Desired: "present", Live: nil}}

@@ -44,6 +44,7 @@ type Decider interface {
 type Settings interface {
 	SelfHeal(guard string) bool
 	BreakGlassTTL(guard string) time.Duration
+	PolicyData(guard string) map[string]string
 }
 
 // Watcher runs one informer per managed kind and a work queue that compares

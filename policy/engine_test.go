@@ -573,3 +573,28 @@ func TestConcurrentDecideAndLoad(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestDecideSeesPolicyData(t *testing.T) {
+	e := NewEngine(Config{}, logr.Discard())
+	err := e.Load(map[string]string{"team.rego": `package driftguard
+
+decision := {"action": "allow", "reason": "owning team", "rule": "team"} if {
+	input.policyData.team in input.user.groups
+} else := {"action": "deny", "reason": "not the owning team", "rule": "team"}
+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		groups []string
+		want   Action
+	}{{[]string{"payments"}, Allow}, {[]string{"search"}, Deny}} {
+		in := baseInput()
+		in.User.Groups = tt.groups
+		in.PolicyData = map[string]string{"team": "payments"}
+		d, err := e.Decide(context.Background(), in)
+		if err != nil || d.Action != tt.want {
+			t.Fatalf("groups %v: decision %+v, %v; want %s", tt.groups, d, err, tt.want)
+		}
+	}
+}

@@ -20,6 +20,8 @@ type Input struct {
 	Annotations map[string]string `json:"annotations,omitempty"` // annotations of the incoming object
 	DryRun      bool              `json:"dryRun"`
 	Guard       string            `json:"guard"`
+	// PolicyData is the Guard's spec.policyData, for policies that differ per Guard.
+	PolicyData map[string]string `json:"policyData,omitempty"`
 }
 
 // User is the identity that made a change.

@@ -32,6 +32,8 @@ type Decider interface {
 type Settings interface {
 	// Enforcement is deny, warn or dryrun.
 	Enforcement(guard string) string
+	// PolicyData is the Guard's spec.policyData.
+	PolicyData(guard string) map[string]string
 }
 
 // Validator answers validating admission reviews for managed objects.
@@ -111,6 +113,9 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		Annotations: annotationsOf(incoming),
 		DryRun:      req.DryRun != nil && *req.DryRun,
 		Guard:       guard,
+	}
+	if v.Settings != nil {
+		in.PolicyData = v.Settings.PolicyData(guard)
 	}
 	if len(req.OldObject.Raw) > 0 && req.SubResource == "" {
 		if old, err := decodeObject(req.OldObject.Raw); err == nil {

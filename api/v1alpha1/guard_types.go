@@ -59,6 +59,11 @@ type GuardSpec struct {
 	// +optional
 	BreakGlassTTL *metav1.Duration `json:"breakGlassTTL,omitempty"`
 
+	// PolicyData is handed to the Rego policy as input.policyData, for rules
+	// that differ per Guard (an owning team, a change window, a ticket prefix).
+	// +optional
+	PolicyData map[string]string `json:"policyData,omitempty"`
+
 	// Ignore lists fields that are never drift, for objects the rule matches:
 	// fields other controllers own (an HPA's replicas, injected sidecars).
 	// +optional

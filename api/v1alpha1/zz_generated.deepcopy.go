@@ -82,6 +82,13 @@ func (in *GuardSpec) DeepCopyInto(out *GuardSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.PolicyData != nil {
+		in, out := &in.PolicyData, &out.PolicyData
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Ignore != nil {
 		in, out := &in.Ignore, &out.Ignore
 		*out = make([]IgnoreRule, len(*in))
