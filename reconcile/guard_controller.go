@@ -204,7 +204,8 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	// 3. Apply.
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: "applying " + short(rev)})
 	start := time.Now()
-	cs, applyErr := r.Applier.Apply(ctx, r.toApply(g, rev, snap))
+	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, rev, snap))
+	cs, applyErr := r.Applier.Apply(ctx, objs)
 	for _, e := range cs {
 		if e.Action == Unchanged {
 			continue
@@ -246,9 +247,44 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionStalled)
 	msg := fmt.Sprintf("applied revision %s: %d objects (%d created, %d configured)", short(rev), len(cs), cs.Count(Created), cs.Count(Configured))
+	if len(conflicts) > 0 {
+		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ObjectConflict",
+			Message: msg + "; " + conflictMessage(conflicts)})
+		return ctrl.Result{RequeueAfter: r.interval(g)}, nil
+	}
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
 	log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "took", time.Since(start).String())
 	return ctrl.Result{RequeueAfter: r.interval(g)}, nil
+}
+
+// withoutConflicts leaves out objects another Guard already manages: two
+// Guards must not take turns writing one object.
+func (r *GuardReconciler) withoutConflicts(guard string, objs []*gitstore.Object) ([]*gitstore.Object, map[gitstore.ObjectKey]string) {
+	var conflicts map[gitstore.ObjectKey]string
+	out := objs[:0:0]
+	for _, o := range objs {
+		if owner, _, ok := r.Store.Lookup(o.Key); ok && owner != guard {
+			if conflicts == nil {
+				conflicts = map[gitstore.ObjectKey]string{}
+			}
+			conflicts[o.Key] = owner
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, conflicts
+}
+
+func conflictMessage(conflicts map[gitstore.ObjectKey]string) string {
+	keys := make([]string, 0, len(conflicts))
+	for k, owner := range conflicts {
+		keys = append(keys, fmt.Sprintf("%s (guard %s)", k, owner))
+	}
+	sort.Strings(keys)
+	if len(keys) > 5 {
+		keys = append(keys[:5], fmt.Sprintf("and %d more", len(keys)-5))
+	}
+	return fmt.Sprintf("%d objects not applied, another Guard manages them: %s", len(conflicts), strings.Join(keys, ", "))
 }
 
 // toApply selects what a reconcile applies. A new revision is applied whole.

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -138,4 +139,26 @@ func TestPushReconcilesAtOnce(t *testing.T) {
 	}
 	h.WaitApplied(t, repo.Guard, rev)
 	waitValue(t, ns, "cm", "two")
+}
+
+// TestTwoGuardsOneObject: the second Guard that declares an object another
+// Guard manages does not write it, and says so.
+func TestTwoGuardsOneObject(t *testing.T) {
+	t.Parallel()
+	const ns = "shared"
+	first := h.NewGuard(t, "shared-a", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "from a")})
+	h.WaitApplied(t, first.Guard, first.Initial)
+	second := h.NewGuard(t, "shared-b", true, map[string]string{"cm.yaml": configMap(ns, "cm", "from b")})
+	harness.Eventually(t, 30*time.Second, "second guard reports the conflict", func() error {
+		g := h.Guard(t, second.Guard)
+		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+		if c == nil || c.Reason != "ObjectConflict" || !strings.Contains(c.Message, "guard shared-a") {
+			return fmt.Errorf("ready = %+v", c)
+		}
+		return nil
+	})
+	cm, err := getConfigMap(t, ns, "cm")
+	if err != nil || cm.Data["value"] != "from a" || cm.Labels[reconcile.GuardLabel] != first.Guard {
+		t.Fatalf("the first guard's object was taken over: %v %v %v", err, cm.Data, cm.Labels)
+	}
 }
