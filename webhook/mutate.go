@@ -32,13 +32,7 @@ type Stamper struct {
 // ServeHTTP answers one mutating AdmissionReview. It never denies: a request
 // it cannot read is admitted unchanged.
 func (s *Stamper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	review, ok := decodeReview(w, r, s.Log)
-	if !ok {
-		return
-	}
-	resp := s.Review(r.Context(), review.Request)
-	resp.UID = review.Request.UID
-	writeReview(w, resp, s.Log)
+	serveReview(w, r, s.Log, s.Review)
 }
 
 // Review returns the response for one request, with a JSON patch when it stamps.
@@ -81,6 +75,18 @@ func stampPatch(obj map[string]any, value string) []patchOp {
 		return []patchOp{{Op: "add", Path: "/metadata/annotations/" + key, Value: value}}
 	}
 	return []patchOp{{Op: "add", Path: "/metadata/annotations", Value: map[string]string{v1alpha1.ChangedByAnnotation: value}}}
+}
+
+// serveReview decodes one AdmissionReview, asks review and writes the answer
+// with the request's UID.
+func serveReview(w http.ResponseWriter, r *http.Request, log logr.Logger, review func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) {
+	in, ok := decodeReview(w, r, log)
+	if !ok {
+		return
+	}
+	resp := review(r.Context(), in.Request)
+	resp.UID = in.Request.UID
+	writeReview(w, resp, log)
 }
 
 // decodeReview reads an AdmissionReview, answering bad requests itself.

@@ -63,13 +63,7 @@ const maxBody = 16 << 20
 
 // ServeHTTP decodes one AdmissionReview, reviews it and writes the answer.
 func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	review, ok := decodeReview(w, r, v.Log)
-	if !ok {
-		return
-	}
-	resp := v.Review(r.Context(), review.Request)
-	resp.UID = review.Request.UID
-	writeReview(w, resp, v.Log)
+	serveReview(w, r, v.Log, v.Review)
 }
 
 // Review decides one admission request.
