@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -30,6 +31,7 @@ type Server struct {
 	mu     sync.Mutex
 	clones []string // working clones to remove on Close
 	closed bool
+	onPush func(url string)
 }
 
 // Start serves the bare repositories below root on 127.0.0.1 with a random port.
@@ -56,7 +58,7 @@ func Start(root string) (*Server, error) {
 	}
 	s := &Server{root: abs, home: home, gitPath: gitPath, ln: ln, done: make(chan error, 1)}
 	s.handler = s.newHandler()
-	s.srv = &http.Server{Handler: s.handler}
+	s.srv = &http.Server{Handler: s.notifying(s.handler)}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
 }
@@ -81,6 +83,31 @@ func (s *Server) newHandler() http.Handler {
 		// the client as HTTP errors; keep them off the test output.
 		Stderr: io.Discard,
 	}
+}
+
+// OnPush, when set, is called with a repository's clone URL after every push
+// to it, as a Git host's push webhook would be.
+func (s *Server) OnPush(fn func(url string)) {
+	s.mu.Lock()
+	s.onPush = fn
+	s.mu.Unlock()
+}
+
+// notifying calls the OnPush function after a receive-pack request.
+func (s *Server) notifying(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			return
+		}
+		s.mu.Lock()
+		fn := s.onPush
+		s.mu.Unlock()
+		if fn != nil {
+			repo := strings.TrimPrefix(strings.TrimSuffix(r.URL.Path, "/git-receive-pack"), "/")
+			fn(s.URL(repo))
+		}
+	})
 }
 
 // Handler returns the HTTP handler that serves the repositories, so a caller

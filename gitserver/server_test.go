@@ -137,3 +137,31 @@ func TestErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestOnPush(t *testing.T) {
+	s, err := Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pushed := make(chan string, 4)
+	s.OnPush(func(url string) { pushed <- url })
+	r, err := s.NewRepo("hooked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteFile("a.txt", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CommitAndPush("a"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-pushed:
+		if got != s.URL("hooked") {
+			t.Fatalf("OnPush got %q, want %q", got, s.URL("hooked"))
+		}
+	default:
+		t.Fatal("OnPush was not called after the push returned")
+	}
+}

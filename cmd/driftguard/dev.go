@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -93,6 +97,18 @@ func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, di
 		return err
 	}
 
+	// Pushes to the demo repository reach the guard's push receiver at once,
+	// as a Git host's webhook would.
+	if opts.ReceiverAddr == "" {
+		port, err := freeLoopbackPort()
+		if err != nil {
+			return err
+		}
+		opts.ReceiverAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	hook := "http://" + opts.ReceiverAddr + "/hook"
+	git.OnPush(func(url string) { notifyPush(log, hook, opts.ReceiverToken, url) })
+
 	_, guardCfg, err := cluster.AddUser("driftguard", []string{"system:masters"})
 	if err != nil {
 		return err
@@ -125,10 +141,38 @@ Try:
   %[4]s --kubeconfig %[1]s scale deploy/web --replicas=5 -n shop        # denied: the message names the Git file
   %[4]s --kubeconfig %[1]s delete validatingwebhookconfiguration driftguard && \
     %[4]s --kubeconfig %[1]s patch configmap web-config -n shop -p '{"data":{"greeting":"hi"}}'   # reverted at once
-Edit a file in %[3]s, then: git -C %[3]s commit -am change && git -C %[3]s push   # applied at the next interval (%[5]s)
+Edit a file in %[3]s, then: git -C %[3]s commit -am change && git -C %[3]s push   # applied at once (push receiver), else at the next interval (%[5]s)
 Ctrl-C stops everything.
 
 `, userKubeconfig, git.URL("shop"), repo.Dir, kubectl, interval)
 
 	return app.Run(ctx, guardCfg, opts, log, os.Stdout)
+}
+
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// notifyPush tells the guard's push receiver that url was pushed to.
+func notifyPush(log logr.Logger, hook, token, url string) {
+	body, _ := json.Marshal(map[string]string{"url": url})
+	req, err := http.NewRequest(http.MethodPost, hook, bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("X-Driftguard-Token", token)
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		log.V(1).Info("push notification not delivered", "error", err.Error())
+		return
+	}
+	resp.Body.Close()
 }

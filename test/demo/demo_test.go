@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,7 +52,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "dev", "--dir", dir, "--interval", "3s", "--examples", filepath.Join(root, "examples/shop"))
+	cmd := exec.Command(bin, "dev", "--dir", dir, "--interval", "1h", "--examples", filepath.Join(root, "examples/shop"))
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -115,6 +116,34 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(stdout.String(), `"path":"/data/greeting"`) {
 		t.Fatalf("no audit line for the drift on stdout:\n%s", stdout.String())
 	}
+	// 4. A push to the demo repository is applied at once (the interval is an hour).
+	m := regexp.MustCompile(`working copy: (\S+)\)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no working copy in the demo's output:\n%s", stderr.String())
+	}
+	work := m[1]
+	cfgFile := filepath.Join(work, "configmap.yaml")
+	b, err := os.ReadFile(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgFile, []byte(strings.Replace(string(b), "hello from Git", "hello from a push", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"commit", "-qam", "greeting"}, {"push", "-q"}} {
+		git := exec.Command("git", append([]string{"-C", work}, args...)...)
+		git.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	harness.Eventually(t, 30*time.Second, "pushed greeting applied", func() error {
+		out, err := kubectl("get", "configmap", "web-config", "-n", "shop", "-o", "jsonpath={.data.greeting}")
+		if err != nil || out != "hello from a push" {
+			return fmt.Errorf("%q %v", out, err)
+		}
+		return nil
+	})
 	// Ctrl-C stops everything and leaves no process behind.
 	children := childPIDs(t, cmd.Process.Pid)
 	if len(children) < 5 {
