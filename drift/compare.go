@@ -163,7 +163,8 @@ func (c *comparer) value(desired, live any, present bool) {
 	}
 	if !present {
 		if isEmpty(desired) {
-			// The API server drops empty maps and lists ("annotations: {}").
+			// The API server drops empty values of omitempty fields
+			// ("annotations: {}", "value: \"\"", "hostNetwork: false").
 			return
 		}
 		c.record(desired, nil, true)
@@ -237,8 +238,13 @@ func isEmpty(v any) bool {
 		return len(x) == 0
 	case []any:
 		return len(x) == 0
+	case string:
+		return x == ""
+	case bool:
+		return !x
 	}
-	return false
+	n, ok := number(v)
+	return ok && n == 0
 }
 
 // namesOf returns the name of each element when every element is an object

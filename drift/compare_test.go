@@ -116,6 +116,8 @@ func TestCompare(t *testing.T) {
 		{name: "atomic list element", desired: `{"kind":"X","spec":{"args":["a","b"]}}`, live: `{"kind":"X","spec":{"args":["a","c"]}}`, want: []string{"/spec/args/1"}},
 		{name: "type changed", desired: `{"kind":"X","spec":{"a":{"b":1}}}`, live: `{"kind":"X","spec":{"a":"b"}}`, want: []string{"/spec/a"}},
 		{name: "empty map and list in git, dropped by the server", desired: `{"kind":"X","metadata":{"annotations":{}},"spec":{"a":[],"b":{}}}`, live: `{"kind":"X","metadata":{},"spec":{}}`},
+		{name: "zero values the server drops", desired: `{"kind":"X","spec":{"env":[{"name":"A","value":""}],"hostNetwork":false,"n":0}}`, live: `{"kind":"X","spec":{"env":[{"name":"A"}]}}`},
+		{name: "zero value against a set value is drift", desired: `{"kind":"X","spec":{"hostNetwork":false}}`, live: `{"kind":"X","spec":{"hostNetwork":true}}`, want: []string{"/spec/hostNetwork"}},
 		{name: "null in git is no opinion", desired: `{"kind":"X","spec":{"a":null}}`, live: `{"kind":"X","spec":{"a":1}}`},
 		{name: "pointer escaping", desired: `{"kind":"X","metadata":{"labels":{"a/b~c":"1"}}}`, live: `{"kind":"X","metadata":{"labels":{}}}`, want: []string{"/metadata/labels/a~1b~0c"}},
 		{name: "own annotations and last-applied are ignored", desired: `{"kind":"X","metadata":{"annotations":{"driftguard.io/x":"1","kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`, live: `{"kind":"X","metadata":{}}`},
