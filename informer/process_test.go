@@ -57,6 +57,7 @@ func TestStripForCacheKeepsAttribution(t *testing.T) {
 		{Manager: "kubectl", Time: &now, FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)},
 	})
 	u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"})
+	u.Object["status"] = map[string]any{"replicas": int64(3)}
 	out, err := stripForCache(u)
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +66,9 @@ func TestStripForCacheKeepsAttribution(t *testing.T) {
 	mf := s.GetManagedFields()
 	if len(mf) != 2 || mf[0].FieldsV1 != nil || mf[1].Manager != "kubectl" || mf[1].FieldsV1 == nil {
 		t.Fatalf("managed fields = %+v", mf)
+	}
+	if _, ok := s.Object["status"]; ok {
+		t.Fatal("status kept in the cache")
 	}
 	if ann := s.GetAnnotations(); len(ann) != 1 || ann["keep"] != "me" {
 		t.Fatalf("annotations = %v", ann)

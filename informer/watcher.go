@@ -290,17 +290,19 @@ func (w *Watcher) Drifted(guard string, limit int) (int, []string) {
 }
 
 // stripForCache drops what the comparison never reads, to keep the cache small:
-// the guard's own managed field set (other managers' sets stay, for
-// managedFieldsManagers ignore rules; manager, operation and time stay for
-// attribution) and the last-applied annotation.
+// status, the field sets of the guard's own and of status-subresource managed
+// fields entries (other managers' sets stay, for managedFieldsManagers ignore
+// rules; manager, operation and time stay for attribution), and the
+// last-applied annotation.
 func stripForCache(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
+	delete(u.Object, "status")
 	if mf := u.GetManagedFields(); len(mf) > 0 {
 		for i := range mf {
-			if mf[i].Manager == reconcileManager {
+			if mf[i].Manager == reconcileManager || mf[i].Subresource == "status" {
 				mf[i].FieldsV1 = nil
 			}
 		}
