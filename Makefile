@@ -39,6 +39,7 @@ bench: tools ## Benchmarks; prints figures (docs/benchmarks.md)
 
 bench-e2e: tools ## End-to-end benchmarks on a real control plane: self-heal, burst, webhook overhead and throughput (about 3-4 minutes)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 15m ./test/bench/
+	$(GO) test -run '^$$' -bench Scale10k -benchtime 1x -timeout 20m ./test/bench/
 
 lint: tools ## gofmt, go vet, golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
