@@ -85,7 +85,7 @@ func (s *Server) newHandler() http.Handler {
 	}
 }
 
-// OnPush, when set, is called with a repository's clone URL after every push
+// OnPush sets a function that is called with a repository's clone URL after every push
 // to it, as a Git host's push webhook would be.
 func (s *Server) OnPush(fn func(url string)) {
 	s.mu.Lock()

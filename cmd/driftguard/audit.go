@@ -47,7 +47,7 @@ from FILE or standard input, and prints those that match the filters as
 Lines that are not audit records (other log lines) are skipped.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in := io.Reader(cmd.InOrStdin())
+			in := cmd.InOrStdin()
 			if len(args) == 1 && args[0] != "-" {
 				file, err := os.Open(args[0])
 				if err != nil {
