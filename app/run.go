@@ -365,8 +365,9 @@ func (s *guardSettings) IgnoreRules(guard string) []*drift.Rule {
 }
 
 func (s *guardSettings) guard(name string) (*v1alpha1.Guard, bool) {
+	// Read-only, on the drift and admission hot paths: skip the cache's copy.
 	var g v1alpha1.Guard
-	if err := s.c.Get(context.Background(), client.ObjectKey{Name: name}, &g); err != nil {
+	if err := s.c.Get(context.Background(), client.ObjectKey{Name: name}, &g, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, false
 	}
 	return &g, true

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/gitstore"
 )
 
 // Type says what happened.
@@ -126,4 +127,15 @@ func FieldsOf(cs []drift.Change) []Field {
 		out[i] = Field{Path: c.Path, Desired: c.Desired, Live: c.Live}
 	}
 	return out
+}
+
+// ObjectOf names a desired object in a record.
+func ObjectOf(o *gitstore.Object) Object {
+	gvk := o.Obj.GroupVersionKind()
+	return Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
+}
+
+// SourceOf is where in Git an object comes from, for a record.
+func SourceOf(s gitstore.Source) *Source {
+	return &Source{URL: s.URL, Revision: s.Revision, Path: s.Path, Line: s.Line}
 }

@@ -23,3 +23,12 @@ func KeyOf(u *unstructured.Unstructured) ObjectKey {
 func (k ObjectKey) String() string {
 	return k.Group + "/" + k.Kind + "/" + k.Namespace + "/" + k.Name
 }
+
+// Display names the object as a person would: "Kind namespace/name", or
+// "Kind name" for a cluster-scoped object.
+func (k ObjectKey) Display() string {
+	if k.Namespace == "" {
+		return k.Kind + " " + k.Name
+	}
+	return k.Kind + " " + k.Namespace + "/" + k.Name
+}

@@ -115,5 +115,5 @@ func (f *fights) of(guard string) []string {
 func fightMessage(it item, manager string) string {
 	return fmt.Sprintf("%s is changed back by field manager %q after every revert; stopped reverting it. "+
 		"If %s owns these fields, add to the Guard: ignore: [{group: %q, kind: %s, name: %s, managedFieldsManagers: [%q]}]",
-		it.displayName(), manager, manager, it.gvk.Group, it.gvk.Kind, it.name, manager)
+		it.key().Display(), manager, manager, it.gvk.Group, it.gvk.Kind, it.name, manager)
 }

@@ -83,8 +83,8 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	}
 	rec := audit.Record{
 		Type: audit.Drift, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
-		Object: auditObject(want), Fields: audit.FieldsOf(changes), Action: string(decision.Action),
-		Reason: decision.Reason, Rule: decision.Rule, PolicyRevision: w.policyRevision(), Source: auditSource(want.Source),
+		Object: audit.ObjectOf(want), Fields: audit.FieldsOf(changes), Action: string(decision.Action),
+		Reason: decision.Reason, Rule: decision.Rule, PolicyRevision: w.policyRevision(), Source: audit.SourceOf(want.Source),
 	}
 	if expired || !w.state.recordedBefore(it, live, decision) {
 		w.Audit.Log(ctx, rec)
@@ -226,15 +226,6 @@ func policyResource(o *gitstore.Object) policy.Resource {
 	return policy.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
 }
 
-func auditObject(o *gitstore.Object) audit.Object {
-	gvk := o.Obj.GroupVersionKind()
-	return audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
-}
-
-func auditSource(s gitstore.Source) *audit.Source {
-	return &audit.Source{URL: s.URL, Revision: s.Revision, Path: s.Path, Line: s.Line}
-}
-
 // driftState remembers which objects differ from Git, and the live state each
 // revert started from, so that a stale cache does not revert twice.
 type driftState struct {
@@ -323,7 +314,7 @@ func (s *driftState) list(guard string, limit int) (int, []string) {
 	for it, g := range s.drifted {
 		if g == guard {
 			n++
-			names = append(names, it.displayName())
+			names = append(names, it.key().Display())
 		}
 	}
 	s.mu.Unlock()

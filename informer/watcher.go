@@ -86,14 +86,6 @@ type item struct {
 	name      string
 }
 
-// displayName is how a person names the object: Kind namespace/name.
-func (it item) displayName() string {
-	if it.namespace == "" {
-		return it.gvk.Kind + " " + it.name
-	}
-	return it.gvk.Kind + " " + it.namespace + "/" + it.name
-}
-
 func (it item) key() gitstore.ObjectKey {
 	return gitstore.ObjectKey{Group: it.gvk.Group, Kind: it.gvk.Kind, Namespace: it.namespace, Name: it.name}
 }

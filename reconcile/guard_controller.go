@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -213,7 +213,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 			continue
 		}
 		rec := audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(e.Action),
-			Object: auditObject(e.Object), Source: auditSource(e.Object.Source)}
+			Object: audit.ObjectOf(e.Object), Source: audit.SourceOf(e.Object.Source)}
 		if e.Err != nil {
 			rec.Type, rec.Error = audit.Error, e.Err.Error()
 		}
@@ -405,7 +405,7 @@ func (r *GuardReconciler) notReady(g *v1alpha1.Guard, reason, msg string) {
 }
 
 func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, before *v1alpha1.GuardStatus) error {
-	if equalStatus(before, &g.Status) {
+	if apiequality.Semantic.DeepEqual(before, &g.Status) {
 		return nil
 	}
 	patch := &v1alpha1.Guard{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Guard"}, ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: g.Status}
@@ -419,26 +419,6 @@ func (r *GuardReconciler) record(ctx context.Context, rec audit.Record) {
 	if r.Audit != nil {
 		r.Audit.Log(ctx, rec)
 	}
-}
-
-func equalStatus(a, b *v1alpha1.GuardStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.LastAppliedRevision != b.LastAppliedRevision ||
-		a.LastAttemptedRevision != b.LastAttemptedRevision || a.ManagedObjects != b.ManagedObjects ||
-		a.DriftedObjects != b.DriftedObjects || !slices.Equal(a.Drifted, b.Drifted) || len(a.Inventory) != len(b.Inventory) || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Inventory {
-		if a.Inventory[i] != b.Inventory[i] {
-			return false
-		}
-	}
-	for _, c := range b.Conditions {
-		old := meta.FindStatusCondition(a.Conditions, c.Type)
-		if old == nil || old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message {
-			return false
-		}
-	}
-	return true
 }
 
 func mergeKinds(inv []v1alpha1.InventoryKind, kinds []schema.GroupVersionKind) []schema.GroupVersionKind {
@@ -468,15 +448,6 @@ func inventory(kinds []schema.GroupVersionKind) []v1alpha1.InventoryKind {
 		return strings.Join([]string{out[i].Group, out[i].Kind, out[i].Version}, "/") < strings.Join([]string{out[j].Group, out[j].Kind, out[j].Version}, "/")
 	})
 	return out
-}
-
-func auditObject(o *gitstore.Object) audit.Object {
-	gvk := o.Obj.GroupVersionKind()
-	return audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
-}
-
-func auditSource(s gitstore.Source) *audit.Source {
-	return &audit.Source{URL: s.URL, Revision: s.Revision, Path: s.Path, Line: s.Line}
 }
 
 func short(rev string) string {

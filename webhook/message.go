@@ -18,7 +18,7 @@ const maxShownChanges = 5
 // denialMessage tells the person what owns the object and where to change it.
 func denialMessage(key gitstore.ObjectKey, want *gitstore.Object, req *admissionv1.AdmissionRequest, changes []drift.Change, d policy.Decision) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "driftguard: %s is managed by Git (%s). ", objectName(key), sourceName(want.Source))
+	fmt.Fprintf(&b, "driftguard: %s is managed by Git (%s). ", key.Display(), sourceName(want.Source))
 	if req.Operation == admissionv1.Delete {
 		b.WriteString("Deleting it")
 	} else {
@@ -33,18 +33,11 @@ func denialMessage(key gitstore.ObjectKey, want *gitstore.Object, req *admission
 }
 
 func warningMessage(key gitstore.ObjectKey, want *gitstore.Object, changes []drift.Change, d policy.Decision) string {
-	msg := fmt.Sprintf("driftguard: %s is managed by Git (%s); %s differs from Git", objectName(key), sourceName(want.Source), describeChanges(changes))
+	msg := fmt.Sprintf("driftguard: %s is managed by Git (%s); %s differs from Git", key.Display(), sourceName(want.Source), describeChanges(changes))
 	if d.Reason != "" {
 		msg += ": " + d.Reason
 	}
 	return msg
-}
-
-func objectName(k gitstore.ObjectKey) string {
-	if k.Namespace == "" {
-		return k.Kind + " " + k.Name
-	}
-	return k.Kind + " " + k.Namespace + "/" + k.Name
 }
 
 func sourceName(s gitstore.Source) string {

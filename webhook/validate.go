@@ -129,7 +129,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
 		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: in.Resource.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
 		Fields: audit.FieldsOf(changes), Action: string(d.Action), Reason: d.Reason, Rule: d.Rule,
-		PolicyRevision: v.Policy.Revision(), Source: &audit.Source{URL: want.Source.URL, Revision: want.Source.Revision, Path: want.Source.Path, Line: want.Source.Line},
+		PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(want.Source),
 		RequestUID: string(req.UID), DryRun: in.DryRun,
 	})
 	switch d.Action {

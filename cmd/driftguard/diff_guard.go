@@ -100,7 +100,7 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sna
 		err := c.Get(ctx, client.ObjectKey{Namespace: o.Key.Namespace, Name: o.Key.Name}, live)
 		switch {
 		case apierrors.IsNotFound(err) || reconcile.IsNotFoundOrGone(err):
-			fmt.Fprintf(out, "--- git: %s%s\n+++ live: missing\n", displayKey(o.Key), where)
+			fmt.Fprintf(out, "--- git: %s%s\n+++ live: missing\n", o.Key.Display(), where)
 			differ++
 			continue
 		case err != nil:
@@ -109,7 +109,7 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sna
 		gvk := o.Obj.GroupVersionKind()
 		changes := drift.Compare(o.Obj.Object, live.Object, drift.For(ignore, gvk.Group, gvk.Kind, o.Key.Namespace, o.Key.Name, live.Object))
 		if len(changes) > 0 {
-			printChanges(out, displayKey(o.Key), where, changes)
+			printChanges(out, o.Key.Display(), where, changes)
 			differ++
 		}
 	}
@@ -119,11 +119,4 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sna
 	}
 	fmt.Fprintf(out, "%d of %d objects differ from %.7s\n", differ, len(snap.Objects), rev)
 	return true, nil
-}
-
-func displayKey(k gitstore.ObjectKey) string {
-	if k.Namespace == "" {
-		return k.Kind + " " + k.Name
-	}
-	return k.Kind + " " + k.Namespace + "/" + k.Name
 }
