@@ -12,6 +12,7 @@ import (
 // Options are the process-level settings of the guard. Every field has a flag.
 type Options struct {
 	MetricsAddr     string
+	PprofAddr       string
 	HealthAddr      string
 	LeaderElection  bool
 	Namespace       string
@@ -86,6 +87,7 @@ func DefaultOptions() Options {
 // BindFlags registers a flag for every option.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables)")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "address of Go's /debug/pprof endpoints, for profiling (empty disables; keep it on loopback)")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address of the /healthz and /readyz probes (0 disables)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect one leader among replicas to apply and revert (all replicas serve the webhook)")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "the guard's own namespace: Git credentials, leader lease; never guarded (env POD_NAMESPACE)")

@@ -81,6 +81,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.HealthAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "driftguard.driftguard.io",
 		LeaderElectionNamespace: o.Namespace,
@@ -161,7 +162,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			return fmt.Errorf("--ignore-file: %w", err)
 		}
 	}
-	applier := &reconcile.Applier{Client: mgr.GetClient(), Rules: settings.IgnoreRules}
+	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules}
 	watcher := &informer.Watcher{
 		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: store, Reverter: reverter{applier},
 		Policy: engine, Settings: settings, Audit: auditLog, LabelKey: reconcile.GuardLabel,
@@ -175,10 +176,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			return err
 		}
 	}
+	var webhookRules *webhook.Registrar
+	if o.WebhookRegister {
+		webhookRules = &webhook.Registrar{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Kinds: store.Kinds, Log: log.WithName("webhook")}
+		webhookRules.Init()
+		store.Subscribe(webhookRules.Changed)
+	}
 	rec := &reconcile.GuardReconciler{
 		Client: mgr.GetClient(), Fetcher: gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), Store: store,
 		Applier: applier, Audit: auditLog, Drift: watcher, SecretNamespace: o.Namespace,
 		DefaultInterval: o.DefaultInterval, Log: log.WithName("reconcile"),
+	}
+	if webhookRules != nil {
+		rec.Protect = webhookRules.Sync
 	}
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up guard reconciler: %w", err)
@@ -213,7 +223,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		return err
 	}
 	if o.WebhookRegister {
-		if err := mgr.Add(registrar(server, mgr.GetClient(), o, certs.CAPEM, log)); err != nil {
+		if err := mgr.Add(registrar(server, webhookRules, o, certs.CAPEM, log)); err != nil {
 			return err
 		}
 	}
@@ -231,8 +241,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	return err
 }
 
-// registrar creates the webhook configuration once the server listens.
-func registrar(server *webhook.Server, c client.Client, o Options, ca []byte, log logr.Logger) manager.Runnable {
+// registrar registers the webhook configurations once the server listens,
+// and again whenever the kinds in Git change.
+func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []byte, log logr.Logger) manager.Runnable {
 	return nonLeader(func(ctx context.Context) error {
 		addr, err := server.BoundAddr(ctx)
 		if err != nil {
@@ -246,21 +257,17 @@ func registrar(server *webhook.Server, c client.Client, o Options, ca []byte, lo
 		if !slices.Contains(excluded, o.Namespace) {
 			excluded = append(slices.Clone(excluded), o.Namespace)
 		}
-		reg := webhook.Registration{
+		registration := webhook.Registration{
 			Name: o.WebhookConfigName, URL: url, CABundle: ca,
 			FailurePolicy:  admissionregistrationv1.FailurePolicyType(o.FailurePolicy),
 			TimeoutSeconds: int32(o.WebhookTimeout / time.Second), LabelKey: reconcile.GuardLabel,
 			ExcludeNamespaces: excluded,
 		}
 		if o.WebhookService != "" {
-			reg.ServiceNamespace, reg.ServiceName, reg.ServicePort = o.Namespace, o.WebhookService, o.WebhookServicePort
+			registration.ServiceNamespace, registration.ServiceName, registration.ServicePort = o.Namespace, o.WebhookService, o.WebhookServicePort
 		}
-		if err := webhook.Register(ctx, c, reg); err != nil {
-			return err
-		}
-		log.Info("webhook registered", "configuration", o.WebhookConfigName, "url", url)
-		<-ctx.Done()
-		return nil
+		log.Info("registering webhook", "configuration", o.WebhookConfigName, "url", url)
+		return reg.Run(ctx, registration)
 	})
 }
 

@@ -79,24 +79,31 @@ type Source struct {
 
 // Record is one audit record. docs/audit.md describes every field.
 type Record struct {
-	Time           time.Time `json:"time"`
-	Type           Type      `json:"type"`
-	Guard          string    `json:"guard,omitempty"`
-	User           string    `json:"user,omitempty"`
-	Groups         []string  `json:"groups,omitempty"`
-	Manager        string    `json:"manager,omitempty"`
-	Operation      string    `json:"operation,omitempty"`
-	Object         Object    `json:"object"`
-	Fields         []Field   `json:"fields,omitempty"`
-	Action         string    `json:"action,omitempty"`
-	Reason         string    `json:"reason,omitempty"`
-	Rule           string    `json:"rule,omitempty"`
-	PolicyRevision string    `json:"policyRevision,omitempty"`
-	Source         *Source   `json:"source,omitempty"`
-	RequestUID     string    `json:"requestUID,omitempty"`
-	DryRun         bool      `json:"dryRun,omitempty"`
-	Error          string    `json:"error,omitempty"`
-	DurationMS     float64   `json:"durationMs,omitempty"`
+	Time      time.Time `json:"time"`
+	Type      Type      `json:"type"`
+	Guard     string    `json:"guard,omitempty"`
+	User      string    `json:"user,omitempty"`
+	Groups    []string  `json:"groups,omitempty"`
+	Manager   string    `json:"manager,omitempty"`
+	Operation string    `json:"operation,omitempty"`
+	Object    Object    `json:"object"`
+	Fields    []Field   `json:"fields,omitempty"`
+	Action    string    `json:"action,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Rule      string    `json:"rule,omitempty"`
+	// PolicyAction is the policy's own action when enforcement (the Guard's
+	// mode or the object's annotation) turned it into Action.
+	PolicyAction   string  `json:"policyAction,omitempty"`
+	PolicyRevision string  `json:"policyRevision,omitempty"`
+	Source         *Source `json:"source,omitempty"`
+	RequestUID     string  `json:"requestUID,omitempty"`
+	DryRun         bool    `json:"dryRun,omitempty"`
+	Orphan         bool    `json:"orphan,omitempty"`
+	// PolicyInput is what the policy decided on, without the object bodies
+	// (object, oldObject, desired), for `driftguard policy replay`.
+	PolicyInput json.RawMessage `json:"policyInput,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	DurationMS  float64         `json:"durationMs,omitempty"`
 }
 
 // appendJSONLine appends the JSON encoding of r and a newline to buf. The time

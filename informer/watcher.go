@@ -292,19 +292,17 @@ func stripForCache(obj any) (any, error) {
 		return obj, nil
 	}
 	delete(u.Object, "status")
-	if mf := u.GetManagedFields(); len(mf) > 0 {
-		for i := range mf {
-			if mf[i].Manager == reconcileManager || mf[i].Subresource == "status" {
-				mf[i].FieldsV1 = nil
-			}
+	// In place on the unstructured list: the typed Get/SetManagedFields
+	// round trip would copy every entry of every cached object.
+	md, _ := u.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok && (m["manager"] == reconcileManager || m["subresource"] == "status") {
+			delete(m, "fieldsV1")
 		}
-		u.SetManagedFields(mf)
 	}
-	if ann := u.GetAnnotations(); ann != nil {
-		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			u.SetAnnotations(ann)
-		}
+	if ann, ok := md["annotations"].(map[string]any); ok {
+		delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
 	}
 	return u, nil
 }

@@ -92,6 +92,9 @@ func inputValue(in *Input) (ast.Value, error) {
 	}
 	add("dryRun", ast.Boolean(in.DryRun))
 	add("guard", ast.String(in.Guard))
+	if in.Orphan {
+		add("orphan", ast.Boolean(true))
+	}
 	if len(in.PolicyData) > 0 {
 		add("policyData", stringMapValue(in.PolicyData))
 	}

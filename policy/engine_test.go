@@ -347,6 +347,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	full.Desired = map[string]any{"spec": map[string]any{"replicas": 3}}
 	full.Annotations = map[string]string{"driftguard.io/break-glass": "INC-1"}
 	full.DryRun = true
+	full.Orphan = true
 
 	empty := Input{Annotations: map[string]string{}, Object: map[string]any{}, Drift: []Change{}}
 

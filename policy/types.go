@@ -20,6 +20,10 @@ type Input struct {
 	Annotations map[string]string `json:"annotations,omitempty"` // annotations of the incoming object
 	DryRun      bool              `json:"dryRun"`
 	Guard       string            `json:"guard"`
+	// Orphan is true for the CREATE of an object Git does not have in a
+	// namespace a Guard owns; Desired is then absent and Source is where the
+	// Namespace is in Git.
+	Orphan bool `json:"orphan,omitempty"`
 	// PolicyData is the Guard's spec.policyData, for policies that differ per Guard.
 	PolicyData map[string]string `json:"policyData,omitempty"`
 }

@@ -60,6 +60,10 @@ type LiveLookup interface {
 // Applier writes desired objects with server-side apply.
 type Applier struct {
 	Client client.Client
+	// Reader, when set, serves Prune's lists straight from the API server
+	// (mgr.GetAPIReader()): a cached client would keep a metadata informer of
+	// every managed kind, a second copy of what the drift informers hold.
+	Reader client.Reader
 	// Live, when set, lets Apply skip objects already in sync without an API call.
 	Live LiveLookup
 	// Rules, when set, returns a guard's ignore rules: ignored fields are

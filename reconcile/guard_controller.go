@@ -61,7 +61,11 @@ type GuardReconciler struct {
 	SecretNamespace string
 	// DefaultInterval applies when a Guard sets none.
 	DefaultInterval time.Duration
-	Log             logr.Logger
+	// Protect, when set, is called after a snapshot is published and before
+	// it is applied: it brings the admission webhook's rules up to the kinds
+	// in Git, so objects are guarded from the moment they exist.
+	Protect func(ctx context.Context) error
+	Log     logr.Logger
 
 	mu        sync.Mutex
 	decorated map[string][2]*gitstore.Snapshot // guard -> {fetched, decorated}
@@ -202,6 +206,11 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	// 2. Publish the desired state so the informer and the webhook compare against it.
 	snap = r.decorateOnce(g, snap)
 	r.Store.Set(g.Name, snap)
+	if r.Protect != nil {
+		if err := r.Protect(ctx); err != nil {
+			log.Error(err, "webhook rules not updated; self-heal still reverts changes to new kinds")
+		}
+	}
 
 	// 3. Apply.
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: "applying " + short(rev)})

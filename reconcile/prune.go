@@ -24,10 +24,14 @@ type Pruned struct {
 func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *gitstore.Snapshot) ([]Pruned, error) {
 	var deleted []Pruned
 	var errs []error
+	reader := a.Reader
+	if reader == nil {
+		reader = a.Client
+	}
 	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := a.Client.List(ctx, list, client.MatchingLabels{GuardLabel: guard}); err != nil {
+		if err := reader.List(ctx, list, client.MatchingLabels{GuardLabel: guard}); err != nil {
 			if IsNotFoundOrGone(err) {
 				continue // the kind itself is gone: nothing left to prune
 			}

@@ -32,6 +32,19 @@ func denialMessage(key gitstore.ObjectKey, want *gitstore.Object, req *admission
 	return b.String()
 }
 
+// orphanMessage tells the person that the namespace belongs to Git and the
+// new object does not.
+func orphanMessage(key gitstore.ObjectKey, namespace string, ns *gitstore.Object, d policy.Decision) string {
+	msg := fmt.Sprintf("driftguard: namespace %s is managed by Git (%s) and %s is not in Git", namespace, sourceName(ns.Source), key.Display())
+	if d.Rule != "" {
+		msg += fmt.Sprintf("; policy %q", d.Rule)
+	}
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	return msg + ". Add it to Git, next to " + ns.Source.Path + "."
+}
+
 func warningMessage(key gitstore.ObjectKey, want *gitstore.Object, changes []drift.Change, d policy.Decision) string {
 	msg := fmt.Sprintf("driftguard: %s is managed by Git (%s); %s differs from Git", key.Display(), sourceName(want.Source), describeChanges(changes))
 	if d.Reason != "" {

@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +35,41 @@ type Registration struct {
 	// ExcludeNamespaces are never sent to the webhook (kube-system and the
 	// guard's own namespace).
 	ExcludeNamespaces []string
+	// Resources are the resources of the kinds Git manages (from the
+	// snapshots); the webhooks intercept only these. None: no rules.
+	Resources []Resource
+}
+
+// Resource is one API resource the webhooks intercept, e.g. apps deployments.
+type Resource struct {
+	Group    string
+	Resource string
+}
+
+// rules turns resources into one rule per API group, with each resource
+// name given suffix ("" or "/scale").
+func rules(resources []Resource, ops []admissionregistrationv1.OperationType, suffix string) []admissionregistrationv1.RuleWithOperations {
+	byGroup := map[string][]string{}
+	var groups []string
+	for _, r := range resources {
+		if _, ok := byGroup[r.Group]; !ok {
+			groups = append(groups, r.Group)
+		}
+		if name := r.Resource + suffix; !slices.Contains(byGroup[r.Group], name) {
+			byGroup[r.Group] = append(byGroup[r.Group], name)
+		}
+	}
+	sort.Strings(groups)
+	all := admissionregistrationv1.AllScopes
+	out := make([]admissionregistrationv1.RuleWithOperations, 0, len(groups))
+	for _, g := range groups {
+		names := byGroup[g]
+		sort.Strings(names)
+		out = append(out, admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{g}, APIVersions: []string{"*"}, Resources: names, Scope: &all,
+		}})
+	}
+	return out
 }
 
 // Paths the webhook server serves.
@@ -42,15 +79,22 @@ const (
 	HealthPath   = "/healthz"
 )
 
-// Configuration builds the ValidatingWebhookConfiguration. It has two
-// webhooks: one for managed objects, selected by the inventory label, and one
-// for the scale subresource, whose requests carry no labels to select on.
+// Configuration builds the ValidatingWebhookConfiguration, with rules for
+// the managed resources only. It has three webhooks: one for managed objects,
+// selected by the inventory label (an edit that removes the label still
+// matches, on its old object); one for their scale subresource, whose
+// requests carry no labels to select on; and one for CREATE of objects
+// without the label, for orphan control (an object Git manages that is
+// missing, or a new object in a namespace a Guard owns), which always fails
+// open so that an unavailable guard never blocks creating objects it does not
+// manage.
 func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhookConfiguration {
 	none := admissionregistrationv1.SideEffectClassNone
 	fp := r.FailurePolicy
 	if fp == "" {
 		fp = admissionregistrationv1.Ignore
 	}
+	ignore := admissionregistrationv1.Ignore
 	timeout := r.TimeoutSeconds
 	if timeout == 0 {
 		timeout = 5
@@ -62,13 +106,12 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: r.ExcludeNamespaces,
 		}}
 	}
-	all := admissionregistrationv1.AllScopes
-	hook := func(name string, ops []admissionregistrationv1.OperationType, resources []string, objSel *metav1.LabelSelector) admissionregistrationv1.ValidatingWebhook {
+	hook := func(name string, rules []admissionregistrationv1.RuleWithOperations, fp *admissionregistrationv1.FailurePolicyType, objSel *metav1.LabelSelector) admissionregistrationv1.ValidatingWebhook {
 		return admissionregistrationv1.ValidatingWebhook{
 			Name:                    name,
 			ClientConfig:            r.clientConfig(),
-			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: resources, Scope: &all}}},
-			FailurePolicy:           &fp,
+			Rules:                   rules,
+			FailurePolicy:           fp,
 			MatchPolicy:             &exact,
 			SideEffects:             &none,
 			TimeoutSeconds:          &timeout,
@@ -77,13 +120,16 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 			ObjectSelector:          objSel,
 		}
 	}
+	cud := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
 	managed := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: r.LabelKey, Operator: metav1.LabelSelectorOpExists}}}
+	unmanaged := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: r.LabelKey, Operator: metav1.LabelSelectorOpDoesNotExist}}}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{"app.kubernetes.io/managed-by": "driftguard"}},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("objects.driftguard.io", []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}, []string{"*"}, managed),
-			hook("scale.driftguard.io", []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, []string{"*/scale"}, &metav1.LabelSelector{}),
+			hook("objects.driftguard.io", rules(r.Resources, cud, ""), &fp, managed),
+			hook("scale.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, "/scale"), &fp, &metav1.LabelSelector{}),
+			hook("orphans.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, ""), &ignore, unmanaged),
 		},
 	}
 }
@@ -101,10 +147,7 @@ func (r Registration) MutatingConfiguration() *admissionregistrationv1.MutatingW
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{"app.kubernetes.io/managed-by": "driftguard"}},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name: "stamp.driftguard.io", ClientConfig: cc,
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-				Rule:       v.Rules[0].Rule,
-			}},
+			Rules:         rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, ""),
 			FailurePolicy: &ignore, MatchPolicy: v.MatchPolicy, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds,
 			AdmissionReviewVersions: v.AdmissionReviewVersions, NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector,
 			ReinvocationPolicy: &never,

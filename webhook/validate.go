@@ -85,6 +85,9 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 	key := gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name}
 	guard, want, ok := v.Store.Lookup(key)
 	if !ok {
+		if req.Operation == admissionv1.Create && req.Namespace != "" && req.SubResource == "" {
+			return v.reviewOrphan(ctx, req, gvk, key)
+		}
 		return allowed()
 	}
 	incoming, changes, err := changesOf(req, want, v.Options)
@@ -97,7 +100,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 
 	in := policy.Input{
 		Operation:   string(req.Operation),
-		User:        policy.User{Username: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups, ServiceAccount: strings.HasPrefix(req.UserInfo.Username, "system:serviceaccount:")},
+		User:        userOf(req),
 		Resource:    policy.Resource{Group: gvk.Group, Version: want.Obj.GroupVersionKind().Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
 		SubResource: req.SubResource,
 		Object:      drift.RedactObject(incoming),
@@ -124,14 +127,19 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		v.Log.Error(err, "policy failed", "object", key.String())
 		return v.undecided(req, "policy error: "+err.Error())
 	}
+	policyAction := d.Action
 	d = v.enforce(guard, want, d)
-	v.Audit.Log(ctx, audit.Record{
+	rec := audit.Record{PolicyInput: replayInput(in),
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
 		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: in.Resource.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
 		Fields: audit.FieldsOf(changes), Action: string(d.Action), Reason: d.Reason, Rule: d.Rule,
 		PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(want.Source),
 		RequestUID: string(req.UID), DryRun: in.DryRun,
-	})
+	}
+	if policyAction != d.Action {
+		rec.PolicyAction = string(policyAction)
+	}
+	v.Audit.Log(ctx, rec)
 	switch d.Action {
 	case policy.Deny:
 		return denied(denialMessage(key, want, req, changes, d))
@@ -142,6 +150,73 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 	default: // allow, and revert (the informer puts Git's state back)
 		return allowed()
 	}
+}
+
+// reviewOrphan decides the CREATE of an object Git does not have in a
+// namespace a Guard owns (one whose Namespace object is in Git): the policy
+// sees it with orphan true and no desired object. Other creates of unknown
+// objects are admitted without asking.
+func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.AdmissionRequest, gvk schema.GroupVersionKind, key gitstore.ObjectKey) *admissionv1.AdmissionResponse {
+	guard, ns, ok := v.Store.Lookup(gitstore.ObjectKey{Kind: "Namespace", Name: req.Namespace})
+	if !ok {
+		return allowed()
+	}
+	obj, err := decodeObject(req.Object.Raw)
+	if err != nil {
+		return v.undecided(req, fmt.Sprintf("decode %s of %s/%s: %v", req.Kind.Kind, req.Namespace, req.Name, err))
+	}
+	in := policy.Input{
+		Operation: string(req.Operation),
+		User:      userOf(req),
+		Resource:  policy.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+		Object:    drift.RedactObject(obj),
+		Drift:     []policy.Change{},
+		Source:    policy.Source(ns.Source),
+		Orphan:    true,
+		DryRun:    req.DryRun != nil && *req.DryRun,
+		Guard:     guard,
+	}
+	in.Annotations = annotationsOf(obj)
+	if v.Settings != nil {
+		in.PolicyData = v.Settings.PolicyData(guard)
+	}
+	d, err := v.Policy.Decide(ctx, in)
+	if err != nil {
+		v.Log.Error(err, "policy failed", "object", key.String())
+		return v.undecided(req, "policy error: "+err.Error())
+	}
+	v.Audit.Log(ctx, audit.Record{
+		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
+		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+		Action: string(d.Action), Reason: d.Reason, Rule: d.Rule, Orphan: true, PolicyInput: replayInput(in),
+		PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(ns.Source),
+		RequestUID: string(req.UID), DryRun: in.DryRun,
+	})
+	msg := orphanMessage(key, req.Namespace, ns, d)
+	switch d.Action {
+	case policy.Deny:
+		return denied(msg)
+	case policy.Warn:
+		r := allowed()
+		r.Warnings = []string{msg}
+		return r
+	}
+	return allowed()
+}
+
+// replayInput is the policy input as recorded for replay: without the object
+// bodies, which would make every record as large as the object.
+func replayInput(in policy.Input) json.RawMessage {
+	in.Object, in.OldObject, in.Desired = nil, nil, nil
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil // values come from JSON; a failure only loses replay
+	}
+	return raw
+}
+
+func userOf(req *admissionv1.AdmissionRequest) policy.User {
+	return policy.User{Username: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups, ServiceAccount: strings.HasPrefix(req.UserInfo.Username, "system:serviceaccount:")}
 }
 
 // enforce applies the object's enforcement annotation from Git, then the

@@ -94,9 +94,18 @@ func tailAudit(ctx context.Context, in io.Reader, out io.Writer, f auditFilter, 
 	}
 }
 
+// parseRecordLine decodes one line as an audit record; ok is false for
+// blank lines and lines that are not records (other log lines).
+func parseRecordLine(line []byte) (rec audit.Record, ok bool) {
+	if len(strings.TrimSpace(string(line))) == 0 || json.Unmarshal(line, &rec) != nil || rec.Type == "" {
+		return rec, false
+	}
+	return rec, true
+}
+
 func printRecordLine(out io.Writer, line []byte, f auditFilter) {
-	var rec audit.Record
-	if len(strings.TrimSpace(string(line))) == 0 || json.Unmarshal(line, &rec) != nil || rec.Type == "" || !f.match(rec) {
+	rec, ok := parseRecordLine(line)
+	if !ok || !f.match(rec) {
 		return
 	}
 	fields := make([]string, 0, len(rec.Fields))

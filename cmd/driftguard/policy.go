@@ -19,7 +19,7 @@ func newPolicyCommand() *cobra.Command {
 		Use:   "policy",
 		Short: "Write and test Rego policies",
 	}
-	cmd.AddCommand(newPolicyEvalCommand(), newPolicyTestCommand(), newPolicyCheckCommand(), newPolicyFmtCommand())
+	cmd.AddCommand(newPolicyEvalCommand(), newPolicyTestCommand(), newPolicyCheckCommand(), newPolicyFmtCommand(), newPolicyReplayCommand())
 	return cmd
 }
 

@@ -7,7 +7,9 @@
 #   2. system-controller  cluster control-plane components    -> allow
 #   3. break-glass        break-glass group + reason annotation -> allow
 #   4. self-heal          drift seen after the fact           -> revert
-#   5. managed-by-git     everything else                     -> deny
+#   5. orphan             a new object Git does not have, in a
+#                         namespace a Guard owns              -> warn
+#   6. managed-by-git     everything else                     -> deny
 package driftguard
 
 break_glass_annotation := "driftguard.io/break-glass"
@@ -37,6 +39,12 @@ decision := {
 	"rule": "self-heal",
 } if {
 	input.operation == "DRIFT"
+} else := {
+	"action": "warn",
+	"reason": sprintf("namespace %s is kept by Guard %s; an object made by hand there is neither guarded nor pruned", [input.resource.namespace, input.guard]),
+	"rule": "orphan",
+} if {
+	input.orphan
 } else := {
 	"action": "deny",
 	"reason": deny_reason,

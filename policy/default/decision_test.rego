@@ -120,3 +120,16 @@ test_no_config_denies if {
 	d := driftguard.decision with input as base
 	d.rule == "managed-by-git"
 }
+
+test_orphan_create_warns if {
+	inp := object.union(base, {"operation": "CREATE", "orphan": true, "drift": []})
+	d := decide(inp)
+	d.action == "warn"
+	d.rule == "orphan"
+	contains(d.reason, "Guard infra")
+}
+
+test_orphan_by_system_controller_allowed if {
+	inp := object.union(as_user("system:serviceaccount:kube-system:replicaset-controller", []), {"operation": "CREATE", "orphan": true})
+	decide(inp).rule == "system-controller"
+}

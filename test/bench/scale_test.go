@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -47,6 +48,10 @@ const (
 	scaleReadyWithin = 10 * time.Minute
 	clockTicks       = 100 // sysconf(_SC_CLK_TCK) on Linux
 )
+
+// scaleMemoryLimit is the guard's --memory-limit in BenchmarkScale10k, as the
+// chart derives it from a container's memory limit (empty: none).
+var scaleMemoryLimit = flag.String("scale-memory-limit", "", "--memory-limit of the guard in BenchmarkScale10k (e.g. 128Mi)")
 
 // BenchmarkScale10k runs the guard as a process of its own (the built
 // binary) against a real control plane, with one Guard of 10,000 objects, and
@@ -161,10 +166,18 @@ func BenchmarkScale10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer guardLog.Close()
-	cmd := exec.Command(bin, "run", "--kubeconfig", guardKC,
-		"--webhook-addr", "127.0.0.1:0", "--metrics-addr", "0", "--health-addr", "0",
+	pprofAddr, err := loopbackAddr()
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"run", "--kubeconfig", guardKC,
+		"--webhook-addr", "127.0.0.1:0", "--metrics-addr", "0", "--health-addr", "0", "--pprof-addr", pprofAddr,
 		"--audit-events=false", "--audit-stdout=false",
-		"--git-cache-dir", filepath.Join(dir, "gitcache"), "--default-interval", "30s")
+		"--git-cache-dir", filepath.Join(dir, "gitcache"), "--default-interval", "30s"}
+	if *scaleMemoryLimit != "" {
+		args = append(args, "--memory-limit", *scaleMemoryLimit)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = guardLog, guardLog
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -272,6 +285,11 @@ func BenchmarkScale10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	rssIdle, hwm := procMem(pid)
+	if os.Getenv("DRIFTGUARD_KEEP_BENCH") != "" {
+		if err := saveHeapProfile(pprofAddr, filepath.Join(dir, "heap.pprof")); err != nil {
+			b.Logf("heap profile: %v", err)
+		}
+	}
 	if err := admin.Get(ctx, client.ObjectKey{Name: scaleGuard}, &got); err != nil {
 		b.Fatal(err)
 	}
@@ -310,6 +328,33 @@ func BenchmarkScale10k(b *testing.B) {
 	b.ReportMetric(cpuReconcile, "noop-reconcile-cpu-s")
 	b.ReportMetric(float64(managedCalls), "idle-managed-api-calls")
 	b.ReportMetric(0, "ns/op")
+}
+
+// loopbackAddr returns a free 127.0.0.1 address.
+func loopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// saveHeapProfile writes the guard's heap profile (after a GC) to path, for
+// `go tool pprof`.
+func saveHeapProfile(addr, path string) error {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }
 
 // addServiceCIDR adds a ServiceCIDR and waits (at most 30 s) until it is

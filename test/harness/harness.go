@@ -44,7 +44,9 @@ type Harness struct {
 	AuditFile string
 	// ReceiverURL is the guard's Git push receiver.
 	ReceiverURL string
-	Dir         string
+	// WebhookConfigName names the guard's webhook configurations.
+	WebhookConfigName string
+	Dir               string
 
 	cancel context.CancelFunc
 	done   chan error
@@ -162,6 +164,7 @@ func (h *Harness) start(o Options) error {
 	opts.AuditFile = h.AuditFile
 	opts.DefaultInterval = 5 * time.Second
 	opts.WebhookConfigName = "driftguard-" + filepath.Base(h.Dir)
+	h.WebhookConfigName = opts.WebhookConfigName
 	port, err := freePort()
 	if err != nil {
 		return err

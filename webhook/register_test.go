@@ -1,0 +1,72 @@
+package webhook
+
+import (
+	"reflect"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+func TestConfigurationRules(t *testing.T) {
+	reg := Registration{Name: "dg", URL: "https://127.0.0.1:9443", LabelKey: "driftguard.io/guard", ExcludeNamespaces: []string{"kube-system"},
+		FailurePolicy: admissionregistrationv1.Fail,
+		Resources: []Resource{
+			{Group: "apps", Resource: "deployments"}, {Group: "", Resource: "configmaps"},
+			{Group: "apps", Resource: "statefulsets"}, {Group: "", Resource: "configmaps"},
+		}}
+	cfg := reg.Configuration()
+	byName := map[string]admissionregistrationv1.ValidatingWebhook{}
+	for _, w := range cfg.Webhooks {
+		byName[w.Name] = w
+	}
+	tests := []struct {
+		hook      string
+		groups    [][]string
+		resources [][]string
+		ops       []admissionregistrationv1.OperationType
+		failure   admissionregistrationv1.FailurePolicyType
+		selector  string // operator on the label
+	}{
+		{"objects.driftguard.io", [][]string{{""}, {"apps"}}, [][]string{{"configmaps"}, {"deployments", "statefulsets"}},
+			[]admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"}, admissionregistrationv1.Fail, "Exists"},
+		{"scale.driftguard.io", [][]string{{""}, {"apps"}}, [][]string{{"configmaps/scale"}, {"deployments/scale", "statefulsets/scale"}},
+			[]admissionregistrationv1.OperationType{"UPDATE"}, admissionregistrationv1.Fail, ""},
+		{"orphans.driftguard.io", [][]string{{""}, {"apps"}}, [][]string{{"configmaps"}, {"deployments", "statefulsets"}},
+			[]admissionregistrationv1.OperationType{"CREATE"}, admissionregistrationv1.Ignore, "DoesNotExist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.hook, func(t *testing.T) {
+			w, ok := byName[tt.hook]
+			if !ok {
+				t.Fatalf("no webhook %s", tt.hook)
+			}
+			var groups, resources [][]string
+			for _, r := range w.Rules {
+				groups = append(groups, r.APIGroups)
+				resources = append(resources, r.Resources)
+				if !reflect.DeepEqual(r.Operations, tt.ops) {
+					t.Errorf("operations %v, want %v", r.Operations, tt.ops)
+				}
+			}
+			if !reflect.DeepEqual(groups, tt.groups) || !reflect.DeepEqual(resources, tt.resources) {
+				t.Errorf("rules %v %v, want %v %v", groups, resources, tt.groups, tt.resources)
+			}
+			if *w.FailurePolicy != tt.failure {
+				t.Errorf("failure policy %s, want %s", *w.FailurePolicy, tt.failure)
+			}
+			var op string
+			if len(w.ObjectSelector.MatchExpressions) > 0 {
+				op = string(w.ObjectSelector.MatchExpressions[0].Operator)
+			}
+			if op != tt.selector {
+				t.Errorf("object selector operator %q, want %q", op, tt.selector)
+			}
+			if ns := w.NamespaceSelector.MatchExpressions; len(ns) != 1 || ns[0].Values[0] != "kube-system" {
+				t.Errorf("namespace selector %+v", w.NamespaceSelector)
+			}
+		})
+	}
+	if none := (Registration{Name: "dg"}).Configuration(); len(none.Webhooks[0].Rules) != 0 {
+		t.Errorf("no resources must give no rules: %+v", none.Webhooks[0].Rules)
+	}
+}
