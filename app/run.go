@@ -321,9 +321,13 @@ func (f nonLeader) NeedLeaderElection() bool        { return false }
 // reverter adapts the Applier to the informer's Reverter.
 type reverter struct{ a *reconcile.Applier }
 
-func (r reverter) Revert(ctx context.Context, desired, live *unstructured.Unstructured) error {
-	_, err := r.a.Revert(ctx, desired, live)
+func (r reverter) Revert(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error {
+	_, err := r.a.Revert(ctx, want, live)
 	return err
+}
+
+func (r reverter) DryRun(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error {
+	return r.a.DryRun(ctx, want, live)
 }
 
 func (r reverter) Options(desired *unstructured.Unstructured, live map[string]any) drift.Options {

@@ -1,7 +1,10 @@
 package gitstore
 
 import (
+	"sync/atomic"
+
 	"fmt"
+	"github.com/driftguard/driftguard/drift"
 	"slices"
 	"strings"
 
@@ -22,6 +25,8 @@ type Object struct {
 	Key    ObjectKey
 	Obj    *unstructured.Unstructured // JSON-compatible values only
 	Source Source
+
+	server atomic.Pointer[drift.ServerValues] // see ServerValues
 }
 
 // Snapshot is the immutable desired state of one revision. Callers must not

@@ -53,7 +53,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	if live == nil {
 		operation = "DELETE"
 	} else {
-		changes = drift.Compare(want.Obj.Object, live.Object, w.Reverter.Options(want.Obj, live.Object))
+		changes = w.compare(ctx, want, live)
 		if len(changes) == 0 {
 			w.notify(w.state.clear(it))
 			w.fights.forget(it)
@@ -105,7 +105,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		w.notify(guard)
 		return nil
 	}
-	if err := w.Reverter.Revert(ctx, want.Obj, live); err != nil {
+	if err := w.Reverter.Revert(ctx, want, live); err != nil {
 		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, Operation: "REVERT", Object: rec.Object,
 			Source: rec.Source, Error: err.Error()})
 		return err
@@ -126,6 +126,28 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Rule: decision.Rule, Source: rec.Source,
 		DurationMS: float64(time.Since(seen).Microseconds()) / 1000})
 	return nil
+}
+
+// compare returns the drift of live from want. The first time a difference
+// shows for an object at a revision before anything was applied (after a
+// restart, say), the API server is asked in a server-side dry run what
+// applying Git would store: differences that are only its defaults,
+// normalizations, pruning or mutations are then never drift.
+func (w *Watcher) compare(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) []drift.Change {
+	opts := w.Reverter.Options(want.Obj, live.Object)
+	changes := want.Drift(live.Object, opts)
+	if len(changes) == 0 {
+		return nil
+	}
+	if _, checked := want.ServerValues(); checked {
+		return changes
+	}
+	if err := w.Reverter.DryRun(ctx, want, live); err != nil {
+		w.Log.Info("server-side dry run failed; comparing with Git's text", "object", want.Key.String(), "error", err.Error())
+		want.SetServerValues(nil) // once per revision: the revert that follows reports the error
+		return changes
+	}
+	return want.Drift(live.Object, opts)
 }
 
 // changeSignature identifies the values a change set puts in place.

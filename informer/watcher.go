@@ -26,7 +26,11 @@ import (
 type Reverter interface {
 	// Revert applies desired over live (nil when the object is gone),
 	// leaving fields ignore rules hide to their owner.
-	Revert(ctx context.Context, desired, live *unstructured.Unstructured) error
+	// The API server's answer becomes want's server values.
+	Revert(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error
+	// DryRun asks the API server what applying want over live would store,
+	// and keeps the answer as want's server values (gitstore.Object.ServerValues).
+	DryRun(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error
 	// Options are the comparison options (ignore rules) for an object.
 	Options(desired *unstructured.Unstructured, live map[string]any) drift.Options
 	// ClearAnnotations removes annotations the guard's bookkeeping left on

@@ -115,30 +115,50 @@ func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object) (Action, err
 	if a.Live != nil {
 		var known bool
 		if live, known = a.Live.Live(gvk, o.Obj.GetNamespace(), o.Obj.GetName()); known && live != nil {
-			if drift.InSync(o.Obj.Object, live.Object, a.Options(o.Obj, live.Object)) {
+			if len(o.Drift(live.Object, a.Options(o.Obj, live.Object))) == 0 {
 				return Unchanged, nil
 			}
 		}
 	}
-	return a.Revert(ctx, o.Obj, live)
+	return a.Revert(ctx, o, live)
 }
 
 // Revert forces the desired state back onto the live object, taking over any
 // field another manager changed, and recreates the object when it is gone
-// (live nil). Fields ignore rules hide stay with their owner.
-func (a *Applier) Revert(ctx context.Context, desired, live *unstructured.Unstructured) (Action, error) {
-	if live != nil {
-		desired = &unstructured.Unstructured{Object: drift.WithoutIgnored(desired.Object, a.Options(desired, live.Object))}
-	}
-	return a.write(ctx, desired)
+// (live nil). Fields ignore rules hide stay with their owner. What the API
+// server returns is kept as the object's server values.
+func (a *Applier) Revert(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) (Action, error) {
+	return a.write(ctx, want, live, false)
 }
 
-func (a *Applier) write(ctx context.Context, desired *unstructured.Unstructured) (Action, error) {
-	u := desired.DeepCopy()
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+// DryRun asks the API server what applying want over live would store
+// (a server-side dry run) and keeps the answer as want's server values, so
+// defaults, normalized values, pruned fields and mutating webhooks are not
+// mistaken for drift.
+func (a *Applier) DryRun(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error {
+	_, err := a.write(ctx, want, live, true)
+	return err
+}
+
+func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured, dryRun bool) (Action, error) {
+	var liveObj map[string]any
+	if live != nil {
+		liveObj = live.Object
+	}
+	opts := a.Options(want.Obj, liveObj)
+	sent := want.Obj.Object
+	if live != nil {
+		sent = drift.WithoutIgnored(sent, opts)
+	}
+	u := (&unstructured.Unstructured{Object: sent}).DeepCopy()
+	applyOpts := []client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}
+	if dryRun {
+		applyOpts = append(applyOpts, client.DryRunAll)
+	}
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
 		return Failed, err
 	}
+	want.SetServerValues(drift.ServerValuesOf(sent, u.Object, opts))
 	if createdJustNow(u) {
 		return Created, nil
 	}

@@ -327,6 +327,9 @@ func (r *GuardReconciler) decorateOnce(g *v1alpha1.Guard, fetched *gitstore.Snap
 		return d[1]
 	}
 	out := r.decorate(g, fetched)
+	if prev, ok := r.Store.Snapshot(g.Name); ok {
+		out.InheritServerValues(prev)
+	}
 	if r.decorated == nil {
 		r.decorated = map[string][2]*gitstore.Snapshot{}
 	}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"net/http"
 	"strings"
 	"time"
@@ -40,7 +41,7 @@ func (s *Stamper) Review(_ context.Context, req *admissionv1.AdmissionRequest) *
 	if req.SubResource != "" || (req.Operation != admissionv1.Update && req.Operation != admissionv1.Create) {
 		return allowed()
 	}
-	key := gitstore.ObjectKey{Group: req.Kind.Group, Kind: req.Kind.Kind, Namespace: req.Namespace, Name: req.Name}
+	key := requestKey(schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}, req)
 	_, want, ok := s.Store.Lookup(key)
 	if !ok {
 		return allowed()

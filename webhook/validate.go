@@ -82,10 +82,10 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 	if !ok || req.Name == "" {
 		return allowed()
 	}
-	key := gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name}
+	key := requestKey(gvk, req)
 	guard, want, ok := v.Store.Lookup(key)
 	if !ok {
-		if req.Operation == admissionv1.Create && req.Namespace != "" && req.SubResource == "" {
+		if req.Operation == admissionv1.Create && key.Namespace != "" && req.SubResource == "" {
 			return v.reviewOrphan(ctx, req, gvk, key)
 		}
 		return allowed()
@@ -150,6 +150,15 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 	default: // allow, and revert (the informer puts Git's state back)
 		return allowed()
 	}
+}
+
+// requestKey is the store key of the object a request is about.
+func requestKey(gvk schema.GroupVersionKind, req *admissionv1.AdmissionRequest) gitstore.ObjectKey {
+	key := gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name}
+	if gvk.Group == "" && gvk.Kind == "Namespace" {
+		key.Namespace = "" // the API server gives a Namespace's own name as the request's namespace
+	}
+	return key
 }
 
 // reviewOrphan decides the CREATE of an object Git does not have in a
@@ -292,7 +301,7 @@ func changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object, options
 		}
 		return obj, scaleChanges(drift.WithoutIgnored(want.Obj.Object, opts), obj), nil
 	}
-	return obj, drift.Compare(want.Obj.Object, obj, opts), nil
+	return obj, want.Drift(obj, opts), nil
 }
 
 // scaleChanges compares a Scale with the replicas Git sets (absent when an

@@ -89,9 +89,13 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 	return compareWithCluster(ctx, out, c, snap, ignore)
 }
 
-// compareWithCluster prints every object of snap that differs from the cluster.
+// compareWithCluster prints every object of snap that differs from the
+// cluster. An object whose text differs is checked with a server-side dry
+// run, as the guard does, so API server defaults and normalizations are not
+// shown as drift (without the right to patch, the text comparison stands).
 func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, snap *gitstore.Snapshot, ignore []*drift.Rule) (bool, error) {
 	rev := snap.Revision
+	applier := &reconcile.Applier{Client: c, Rules: func(string) []*drift.Rule { return ignore }}
 	differ := 0
 	for _, o := range snap.Objects {
 		live := &unstructured.Unstructured{}
@@ -106,8 +110,11 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sna
 		case err != nil:
 			return differ > 0, fmt.Errorf("get %s: %w", o.Key, err)
 		}
-		gvk := o.Obj.GroupVersionKind()
-		changes := drift.Compare(o.Obj.Object, live.Object, drift.For(ignore, gvk.Group, gvk.Kind, o.Key.Namespace, o.Key.Name, live.Object))
+		opts := applier.Options(o.Obj, live.Object)
+		changes := o.Drift(live.Object, opts)
+		if len(changes) > 0 && applier.DryRun(ctx, o, live) == nil {
+			changes = o.Drift(live.Object, opts)
+		}
 		if len(changes) > 0 {
 			printChanges(out, o.Key.Display(), where, changes)
 			differ++

@@ -34,6 +34,7 @@ func TestKubectlChangesAreDenied(t *testing.T) {
 		{"edit-style patch", []string{"patch", "configmap", "web-config", "-n", ns, "--type=merge", "-p", `{"data":{"value":"by hand"}}`}, "apps/config.yaml", []string{`/data/value: "from git" → "by hand"`}},
 		{"image change", []string{"set", "image", "deploy/web", "app=nginx:evil", "-n", ns}, "apps/web.yaml", []string{"/spec/template/spec/containers/0/image"}},
 		{"label removal", []string{"label", "configmap", "web-config", "-n", ns, "driftguard.io/guard-"}, "apps/config.yaml", []string{"/metadata/labels"}},
+		{"namespace label removal", []string{"label", "namespace", ns, "driftguard.io/guard-"}, "ns.yaml", []string{"/metadata/labels"}},
 		{"delete", []string{"delete", "configmap", "web-config", "-n", ns, "--wait=false"}, "apps/config.yaml", []string{"Deleting it"}},
 	}
 	for _, tt := range tests {

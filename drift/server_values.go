@@ -1,0 +1,82 @@
+package drift
+
+// ServerValues are, by JSON pointer, the values the API server stores for
+// fields Git sets where they differ from Git's text: what defaulting,
+// normalization, schema pruning or a mutating webhook made of them. They come
+// from the object the server returned for applying Git's object (a real apply
+// or a server-side dry run) and make the comparison mean "applying Git would
+// change nothing" rather than "the live text equals Git's text".
+type ServerValues map[string]serverValue
+
+type serverValue struct {
+	value  any
+	absent bool // the server does not keep the field at all
+}
+
+// ServerValuesOf compares desired with applied, the object the API server
+// returned for applying desired, and keeps every difference as a server
+// value. Nil when the server kept Git's values as they are.
+func ServerValuesOf(desired, applied map[string]any, opts Options) ServerValues {
+	changes := Compare(desired, applied, opts)
+	if len(changes) == 0 {
+		return nil
+	}
+	sv := make(ServerValues, len(changes))
+	for _, c := range changes {
+		sv[c.Path] = serverValue{value: c.Live, absent: c.Missing}
+	}
+	return sv
+}
+
+// Filter drops the changes whose live side is exactly what the server makes
+// of Git's value; what is left is drift. It returns changes itself when sv
+// is empty.
+func (sv ServerValues) Filter(changes []Change) []Change {
+	if len(sv) == 0 || len(changes) == 0 {
+		return changes
+	}
+	var out []Change
+	for _, c := range changes {
+		if v, ok := sv[c.Path]; ok && v.absent == c.Missing && (v.absent || valueEqual(v.value, c.Live)) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// valueEqual compares JSON-like values, numbers by value whatever their Go
+// type.
+func valueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !valueEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !valueEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if a == b {
+		return true
+	}
+	af, aok := number(a)
+	bf, bok := number(b)
+	return aok && bok && af == bf
+}

@@ -1,0 +1,76 @@
+package drift
+
+import "testing"
+
+func TestServerValuesFilter(t *testing.T) {
+	// Git's text as a CRD whose schema prunes spec.extra, and a value a
+	// mutating webhook rewrites.
+	desired := map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w"},
+		"spec":     map[string]any{"size": int64(3), "extra": "pruned", "image": "nginx", "ports": []any{int64(80)}},
+	}
+	applied := map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "resourceVersion": "7"},
+		"spec":     map[string]any{"size": float64(3), "image": "docker.io/library/nginx", "ports": []any{float64(80)}},
+	}
+	sv := ServerValuesOf(desired, applied, Options{})
+	if len(sv) != 2 {
+		t.Fatalf("server values %v: want /spec/extra (absent) and /spec/image", sv)
+	}
+	withSpec := func(spec map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}, "spec": spec}
+	}
+	tests := []struct {
+		name string
+		live map[string]any
+		want []string // paths left as drift
+	}{
+		{"as the server stores it", applied, nil},
+		{"real drift next to server values", withSpec(map[string]any{"size": int64(5), "image": "docker.io/library/nginx", "ports": []any{int64(80)}}), []string{"/spec/size"}},
+		{"server value itself changed", withSpec(map[string]any{"size": int64(3), "image": "evil", "ports": []any{int64(80)}}), []string{"/spec/image"}},
+		{"pruned field present after all", withSpec(map[string]any{"size": int64(3), "extra": "other", "image": "docker.io/library/nginx", "ports": []any{int64(80)}}), []string{"/spec/extra"}},
+		{"list changed", withSpec(map[string]any{"size": int64(3), "image": "docker.io/library/nginx", "ports": []any{int64(81)}}), []string{"/spec/ports/0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sv.Filter(Compare(desired, tt.live, Options{}))
+			var paths []string
+			for _, c := range got {
+				paths = append(paths, c.Path)
+			}
+			if len(paths) != len(tt.want) || (len(paths) > 0 && paths[0] != tt.want[0]) {
+				t.Fatalf("drift %v, want %v", paths, tt.want)
+			}
+		})
+	}
+	if ServerValuesOf(desired, desired, Options{}) != nil {
+		t.Fatal("an object the server keeps as Git wrote it has no server values")
+	}
+	var none ServerValues
+	if got := none.Filter([]Change{{Path: "/a"}}); len(got) != 1 {
+		t.Fatal("empty server values filter nothing")
+	}
+}
+
+func TestValueEqual(t *testing.T) {
+	tests := []struct {
+		a, b any
+		want bool
+	}{
+		{int64(1), float64(1), true},
+		{"a", "a", true},
+		{"1", int64(1), false},
+		{map[string]any{"a": int64(1)}, map[string]any{"a": float64(1)}, true},
+		{map[string]any{"a": int64(1)}, map[string]any{"a": int64(1), "b": nil}, false},
+		{[]any{"x"}, []any{"x", "y"}, false},
+		{nil, nil, true},
+		{nil, "", false},
+	}
+	for _, tt := range tests {
+		if got := valueEqual(tt.a, tt.b); got != tt.want {
+			t.Errorf("valueEqual(%v, %v) = %v", tt.a, tt.b, got)
+		}
+	}
+}
