@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"fmt"
@@ -35,8 +36,21 @@ type Snapshot struct {
 	URL, Revision string
 	Objects       []*Object // in file order (sorted by path, then document order)
 
-	byKey map[ObjectKey]*Object
-	kinds []schema.GroupVersionKind
+	byKey   map[ObjectKey]*Object
+	kinds   []schema.GroupVersionKind
+	mu      sync.Mutex // held while the objects are finished or copied; see Claim
+	claimed bool
+}
+
+// Claim lets the first caller finish the snapshot's objects in place (add a
+// Guard's label, default namespaces) instead of copying them; every later
+// caller gets first false and must copy. Call release when done reading or
+// writing the objects: until then no one else may.
+func (s *Snapshot) Claim() (first bool, release func()) {
+	s.mu.Lock()
+	first = !s.claimed
+	s.claimed = true
+	return first, s.mu.Unlock
 }
 
 // NewSnapshot indexes objs by key. Two objects with the same key are a

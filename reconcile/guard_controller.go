@@ -354,13 +354,18 @@ func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *
 // the inventory label (unless guard is empty), and a namespaced object Git
 // leaves without a namespace gets "default".
 func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore.Snapshot, error) {
+	// The Guard that fetched the snapshot finishes its objects in place;
+	// another Guard of the same URL and path copies the metadata and shares
+	// everything else, which nothing modifies.
+	inPlace, release := snap.Claim()
+	defer release()
 	objs := make([]*gitstore.Object, 0, len(snap.Objects))
 	for _, o := range snap.Objects {
-		// Only metadata changes: share everything else with the fetched
-		// snapshot, which nothing modifies, instead of copying 10,000 specs.
-		obj := maps.Clone(o.Obj.Object)
+		obj := o.Obj.Object
 		md, _ := obj["metadata"].(map[string]any)
-		md = maps.Clone(md)
+		if !inPlace {
+			obj, md = maps.Clone(obj), maps.Clone(md)
+		}
 		if md == nil {
 			md = map[string]any{}
 		}
@@ -368,9 +373,11 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 		u := &unstructured.Unstructured{Object: obj}
 		if guard != "" {
 			labels, _ := md["labels"].(map[string]any)
-			labels = maps.Clone(labels)
-			if labels == nil {
-				labels = map[string]any{}
+			if !inPlace || labels == nil {
+				labels = maps.Clone(labels)
+				if labels == nil {
+					labels = map[string]any{}
+				}
 			}
 			labels[GuardLabel] = guard
 			md["labels"] = labels
@@ -378,9 +385,19 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 		if u.GetNamespace() == "" && namespaced(c, u.GroupVersionKind()) {
 			md["namespace"] = corev1.NamespaceDefault
 		}
+		if inPlace {
+			o.Key = gitstore.KeyOf(u)
+			objs = append(objs, o)
+			continue
+		}
 		objs = append(objs, &gitstore.Object{Key: gitstore.KeyOf(u), Obj: u, Source: o.Source})
 	}
-	return gitstore.NewSnapshot(snap.URL, snap.Revision, objs)
+	out, err := gitstore.NewSnapshot(snap.URL, snap.Revision, objs)
+	if err == nil {
+		_, done := out.Claim() // its objects are finished: nobody changes them again
+		done()
+	}
+	return out, err
 }
 
 func namespaced(c client.Client, gvk schema.GroupVersionKind) bool {

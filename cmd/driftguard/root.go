@@ -38,6 +38,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	logs.bind(root)
-	root.AddCommand(newRunCommand(logs), newDevCommand(logs), newPolicyCommand(), newDiffCommand(), newAuditCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(logs), newDevCommand(logs), newPolicyCommand(), newDiffCommand(), newAuditCommand(), newHealthCommand(), newVersionCommand())
 	return root
 }

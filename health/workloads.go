@@ -1,0 +1,104 @@
+package health
+
+// deployment: paused is Suspended; a Progressing condition with reason
+// ProgressDeadlineExceeded, or a True ReplicaFailure, is Degraded; otherwise
+// Healthy once the rollout is complete (every replica updated, no old one
+// left, all available) and ready replicas equal the desired count.
+func deployment(f *fields) Result {
+	if f.boolean("spec", "paused") {
+		return Result{State: Suspended, Message: "rollout paused"}
+	}
+	if r, ok := generationBehind(f); ok {
+		return r
+	}
+	conds := f.conditions()
+	if c, ok := findCondition(conds, "Progressing"); ok && c.Reason == "ProgressDeadlineExceeded" {
+		return Result{State: Degraded, Message: "progress deadline exceeded: " + orDefault(c.Message, "the rollout made no progress")}
+	}
+	if c, ok := findCondition(conds, "ReplicaFailure"); ok && c.Status == "True" {
+		return Result{State: Degraded, Message: "replica failure: " + orDefault(c.text(), "pods cannot be created")}
+	}
+	desired := f.intOr(1, "spec", "replicas")
+	replicas := f.intOr(0, "status", "replicas")
+	updated := f.intOr(0, "status", "updatedReplicas")
+	available := f.intOr(0, "status", "availableReplicas")
+	ready := f.intOr(0, "status", "readyReplicas")
+	switch {
+	case updated < desired:
+		return result(Progressing, "%d of %d replicas updated", updated, desired)
+	case replicas > updated:
+		return result(Progressing, "%s pending termination", plural(replicas-updated, "old replica"))
+	case available < updated:
+		return result(Progressing, "%d of %d updated replicas available", available, updated)
+	case ready < desired:
+		return result(Progressing, "%d of %d replicas ready", ready, desired)
+	case desired == 0:
+		return Result{State: Healthy, Message: "scaled to zero"}
+	}
+	return result(Healthy, "%d of %d replicas ready", ready, desired)
+}
+
+// statefulSet: Healthy once every replica is updated to the update revision
+// (down to the partition of a partitioned rolling update; not checked with
+// the OnDelete strategy), ready and available.
+func statefulSet(f *fields) Result {
+	if r, ok := generationBehind(f); ok {
+		return r
+	}
+	desired := f.intOr(1, "spec", "replicas")
+	ready := f.intOr(0, "status", "readyReplicas")
+	updated := f.intOr(0, "status", "updatedReplicas")
+	current := f.intOr(0, "status", "currentReplicas")
+	rollingUpdate := orDefault(f.str("spec", "updateStrategy", "type"), "RollingUpdate") == "RollingUpdate"
+	partition := f.intOr(0, "spec", "updateStrategy", "rollingUpdate", "partition")
+	currentRev, updateRev := f.str("status", "currentRevision"), f.str("status", "updateRevision")
+	switch {
+	case rollingUpdate && partition > 0 && updated < desired-partition:
+		return result(Progressing, "%d of %d replicas updated (partition %d)", updated, desired-partition, partition)
+	case rollingUpdate && partition <= 0 && currentRev != "" && updateRev != "" && currentRev != updateRev:
+		return result(Progressing, "%d of %d replicas updated", updated, desired)
+	case ready < desired:
+		return result(Progressing, "%d of %d replicas ready", ready, desired)
+	}
+	if available, ok := f.int("status", "availableReplicas"); ok && available < desired {
+		return result(Progressing, "%d of %d replicas available", available, desired)
+	}
+	if rollingUpdate && partition <= 0 && (updated < desired || current < desired) {
+		return result(Progressing, "%d of %d replicas updated", min(updated, current), desired)
+	}
+	switch {
+	case desired == 0:
+		return Result{State: Healthy, Message: "scaled to zero"}
+	case rollingUpdate && partition > 0:
+		return result(Healthy, "%d of %d replicas ready, %d updated (partition %d)", ready, desired, updated, partition)
+	}
+	return result(Healthy, "%d of %d replicas ready", ready, desired)
+}
+
+// daemonSet: Healthy once a pod is scheduled on every node that should run
+// one, all updated (not checked with the OnDelete strategy), ready and
+// available.
+func daemonSet(f *fields) Result {
+	if r, ok := generationBehind(f); ok {
+		return r
+	}
+	desired := f.intOr(0, "status", "desiredNumberScheduled")
+	current := f.intOr(0, "status", "currentNumberScheduled")
+	updated := f.intOr(0, "status", "updatedNumberScheduled")
+	ready := f.intOr(0, "status", "numberReady")
+	available := f.intOr(0, "status", "numberAvailable")
+	onDelete := f.str("spec", "updateStrategy", "type") == "OnDelete"
+	switch {
+	case current < desired:
+		return result(Progressing, "%d of %d pods scheduled", current, desired)
+	case !onDelete && updated < desired:
+		return result(Progressing, "%d of %d pods updated", updated, desired)
+	case ready < desired:
+		return result(Progressing, "%d of %d pods ready", ready, desired)
+	case available < desired:
+		return result(Progressing, "%d of %d pods available", available, desired)
+	case desired == 0:
+		return Result{State: Healthy, Message: "no node to run on"}
+	}
+	return result(Healthy, "%d of %d pods ready", ready, desired)
+}
