@@ -17,21 +17,21 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/go-logr/logr"
 )
-
-// Auth holds credentials for an HTTP(S) remote. A BearerToken, when set,
-// wins over Username and Password.
-type Auth struct{ Username, Password, BearerToken string }
 
 // Request says what to fetch.
 type Request struct {
 	URL string
 	// Ref is a branch name, a tag name, a full reference name (refs/...) or a
-	// full 40-hex commit SHA; empty means the remote's HEAD.
+	// full 40-hex commit SHA; empty means the remote's HEAD, unless SemVer
+	// is set.
 	Ref string
+	// SemVer is a semver range of tags (">=1.2.0 <2", "^1.4", "~2.0"): the
+	// highest tag that is a version in the range is fetched. Pre-releases
+	// match only when the range names one (">=2.0.0-0"). It excludes Ref.
+	SemVer string
 	// Path is the folder to render, relative to the repository root; "" and
 	// "." are the root.
 	Path string
@@ -84,21 +84,40 @@ func NewFetcher(cacheDir string, log logr.Logger) *Fetcher {
 // Fetch resolves req.Ref on the remote and returns the resolved commit SHA
 // and the Snapshot of req.Path at it. When the SHA equals the one of the last
 // successful Fetch of the same URL and Path, that Snapshot is returned
-// without fetching. Errors are a *FetchError (transient) or wrap a
-// *RenderError; with a render error the revision is still returned.
+// without fetching. Errors are a *FetchError (transient; it also carries
+// credentials that do not fit the URL, a bad semver range and an untrusted
+// SSH host key, a *HostKeyError) or wrap a *RenderError; with a render
+// error the revision is still returned.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap *Snapshot, err error) {
 	dir := cleanDir(req.Path)
 	rr := f.remote(req.URL)
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 
-	auth := req.Auth.method()
-	hash, refName, err := resolve(ctx, req.URL, req.Ref, auth)
+	var rng *semverRange
+	if req.SemVer != "" {
+		if req.Ref != "" {
+			return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("ref %q and semver range %q exclude each other", req.Ref, req.SemVer)}
+		}
+		c, err := parseRange(req.SemVer)
+		if err != nil {
+			return "", nil, &FetchError{URL: req.URL, Err: err}
+		}
+		rng = &semverRange{text: req.SemVer, c: c}
+	}
+	auth, err := req.Auth.method(req.URL, f.cacheDir)
 	if err != nil {
-		return "", nil, &FetchError{URL: req.URL, Err: err}
+		return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("auth: %w", err)}
+	}
+	hash, refName, err := resolve(ctx, req.URL, req.Ref, rng, auth)
+	if err != nil {
+		return "", nil, &FetchError{URL: req.URL, Err: explainAuth(err, auth)}
 	}
 	sha := hash.String()
 	log := f.log.WithValues("url", redactURL(req.URL), "ref", req.Ref, "path", dir, "revision", sha)
+	if rng != nil {
+		log = log.WithValues("semver", rng.text, "tag", refName.Short())
+	}
 	if last := rr.last[dir]; last != nil && last.revision == sha {
 		log.V(2).Info("revision unchanged")
 		return sha, last.snap, last.err
@@ -106,7 +125,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 
 	commit, err := f.commit(ctx, rr, req.URL, hash, refName, auth)
 	if err != nil {
-		return "", nil, &FetchError{URL: req.URL, Err: err}
+		return "", nil, &FetchError{URL: req.URL, Err: explainAuth(err, auth)}
 	}
 	tree, err := commit.Tree()
 	if err != nil {
@@ -144,23 +163,12 @@ func (f *Fetcher) remote(u string) *remoteRepo {
 	return rr
 }
 
-func (a *Auth) method() transport.AuthMethod {
-	switch {
-	case a == nil:
-		return nil
-	case a.BearerToken != "":
-		return &githttp.TokenAuth{Token: a.BearerToken}
-	case a.Username != "" || a.Password != "":
-		return &githttp.BasicAuth{Username: a.Username, Password: a.Password}
-	}
-	return nil
-}
-
-// resolve turns ref into a commit SHA, listing the remote's references
-// unless ref already is a SHA. refName is the reference to fetch; it is
-// empty when the SHA itself must be fetched.
-func resolve(ctx context.Context, u, ref string, auth transport.AuthMethod) (plumbing.Hash, plumbing.ReferenceName, error) {
-	if len(ref) == 40 && plumbing.IsHash(ref) {
+// resolve turns ref, or the highest tag in rng when rng is set, into a
+// commit SHA, listing the remote's references unless ref already is a SHA.
+// refName is the reference to fetch; it is empty when the SHA itself must
+// be fetched.
+func resolve(ctx context.Context, u, ref string, rng *semverRange, auth transport.AuthMethod) (plumbing.Hash, plumbing.ReferenceName, error) {
+	if rng == nil && len(ref) == 40 && plumbing.IsHash(ref) {
 		return plumbing.NewHash(ref), "", nil
 	}
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{u}})
@@ -175,6 +183,12 @@ func resolve(ctx context.Context, u, ref string, auth transport.AuthMethod) (plu
 
 	var candidates []plumbing.ReferenceName
 	switch {
+	case rng != nil:
+		name, err := highestTag(refs, rng.text, rng.c)
+		if err != nil {
+			return plumbing.ZeroHash, "", err
+		}
+		candidates = []plumbing.ReferenceName{name}
 	case ref == "" || ref == "HEAD":
 		head := byName[plumbing.HEAD]
 		if head == nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,12 +17,25 @@ import (
 	"github.com/driftguard/driftguard/gitserver"
 )
 
-// countingServer serves the gitserver's handler and counts pack requests,
-// so a test can tell a ref listing from a fetch of objects.
+// countingServer serves the gitserver's handler, counts pack requests and
+// records every request, so a test can tell a ref listing from a fetch of
+// objects.
 type countingServer struct {
 	*gitserver.Server
 	http  *httptest.Server
 	packs atomic.Int64
+
+	mu       sync.Mutex
+	requests []string // "METHOD /path?query"
+}
+
+// takeRequests returns the requests since the last call.
+func (c *countingServer) takeRequests() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.requests
+	c.requests = nil
+	return out
 }
 
 func (c *countingServer) url(repo string) string { return c.http.URL + "/" + repo + ".git" }
@@ -37,6 +51,9 @@ func newGitServer(t *testing.T) *countingServer {
 		if strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
 			c.packs.Add(1)
 		}
+		c.mu.Lock()
+		c.requests = append(c.requests, r.Method+" "+r.URL.RequestURI())
+		c.mu.Unlock()
 		s.Handler().ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
@@ -256,5 +273,52 @@ func TestFetchConcurrent(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestFetchUnchangedListsOnly shows that a Fetch of an unchanged revision
+// costs one ref listing and no upload-pack POST, and a SHA ref not even that.
+func TestFetchUnchangedListsOnly(t *testing.T) {
+	gs := newGitServer(t)
+	repo, err := gs.NewRepo("quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := gs.url("quiet")
+	sha := mustPush(t, repo, map[string]string{"cm.yaml": configMap("a")}, "first")
+	if err := repo.Tag("v1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	const list, pack = "GET /quiet.git/info/refs?service=git-upload-pack", "POST /quiet.git/git-upload-pack"
+	listing := []string{list}
+	// The first fetch: resolve lists the refs, then the fetch session lists
+	// them again and POSTs its wants.
+	fetching := []string{list, list, pack}
+
+	tests := []struct {
+		name        string
+		req         Request
+		first, next []string
+	}{
+		{"branch", Request{URL: url, Ref: "main"}, fetching, listing},
+		{"semver", Request{URL: url, SemVer: "^1"}, fetching, listing},
+		// No listing to resolve a SHA, but git http-backend refuses wants by
+		// SHA, so the fetch falls back to fetching every ref.
+		{"commit SHA", Request{URL: url, Ref: sha}, fetching, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := NewFetcher(t.TempDir(), logr.Discard())
+			gs.takeRequests()
+			for i, want := range [][]string{tt.first, tt.next, tt.next} {
+				rev, snap, err := f.Fetch(t.Context(), tt.req)
+				if err != nil || rev != sha || len(snap.Objects) != 1 {
+					t.Fatalf("fetch %d = %s %v", i, rev, err)
+				}
+				if got := gs.takeRequests(); !slices.Equal(got, want) {
+					t.Fatalf("fetch %d made %q, want %q", i, got, want)
+				}
+			}
+		})
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 )
@@ -20,11 +22,45 @@ import (
 // of at their next interval.
 type Receiver struct {
 	// Token, when set, must come as the X-Driftguard-Token header or
-	// GitLab's X-Gitlab-Token, or sign the body as GitHub's
-	// X-Hub-Signature-256 (HMAC-SHA256) does.
+	// GitLab's X-Gitlab-Token, or be the HMAC-SHA256 key of the body's
+	// signature: GitHub's X-Hub-Signature-256 ("sha256=HEX"), Gitea's
+	// X-Gitea-Signature or Gogs' X-Gogs-Signature (HEX). Empty accepts
+	// every push. SetToken replaces it.
 	Token  string
 	OnPush func(urls []string)
 	Log    logr.Logger
+
+	token atomic.Pointer[string] // set by SetToken
+}
+
+// NewReceiver returns a Receiver that calls onPush for pushes that carry
+// or are signed with token (empty: every push).
+func NewReceiver(token string, onPush func(urls []string), log logr.Logger) *Receiver {
+	return &Receiver{Token: token, OnPush: onPush, Log: log}
+}
+
+// SetToken replaces the token, e.g. when its Secret changes. It is safe to
+// call while the Receiver serves.
+func (rc *Receiver) SetToken(token string) { rc.token.Store(&token) }
+
+func (rc *Receiver) currentToken() string {
+	if t := rc.token.Load(); t != nil {
+		return *t
+	}
+	return rc.Token
+}
+
+// SecretToken is the key of the receiver's token in a Secret.
+const SecretToken = "token"
+
+// TokenFromSecret returns the receiver token of a Secret's data: key
+// "token", without surrounding white space (a file's final newline).
+func TokenFromSecret(data map[string][]byte) (string, error) {
+	t := strings.TrimSpace(string(data[SecretToken]))
+	if t == "" {
+		return "", fmt.Errorf("secret key %q is missing or empty", SecretToken)
+	}
+	return t, nil
 }
 
 // maxPushBody bounds a push payload.
@@ -40,7 +76,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !rc.authorized(r, body) {
+	if why := rc.unauthorized(r.Header, body); why != "" {
+		rc.Log.Info("push rejected", "reason", why, "remote", r.RemoteAddr)
 		http.Error(w, "bad or missing token", http.StatusUnauthorized)
 		return
 	}
@@ -58,22 +95,54 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-func (rc *Receiver) authorized(r *http.Request, body []byte) bool {
-	if rc.Token == "" {
-		return true
+// tokenHeaders carry the token itself.
+var tokenHeaders = []string{"X-Driftguard-Token", "X-Gitlab-Token"}
+
+// signatureHeaders carry the hex HMAC-SHA256 of the body keyed with the
+// token, after a prefix.
+var signatureHeaders = []struct{ name, prefix string }{
+	{"X-Hub-Signature-256", "sha256="}, // GitHub, and Gitea since 1.17
+	{"X-Gitea-Signature", ""},
+	{"X-Gogs-Signature", ""},
+}
+
+// unauthorized says why a push is refused, or "" when it carries the token
+// or a valid signature of body.
+func (rc *Receiver) unauthorized(h http.Header, body []byte) string {
+	token := rc.currentToken()
+	if token == "" {
+		return ""
 	}
-	for _, h := range []string{"X-Driftguard-Token", "X-Gitlab-Token"} {
-		if v := r.Header.Get(h); v != "" && subtle.ConstantTimeCompare([]byte(v), []byte(rc.Token)) == 1 {
-			return true
+	why := "no token or signature header"
+	for _, name := range tokenHeaders {
+		v := h.Get(name)
+		if v == "" {
+			continue
 		}
+		if subtle.ConstantTimeCompare([]byte(v), []byte(token)) == 1 {
+			return ""
+		}
+		why = "wrong " + name
 	}
-	if sig, ok := strings.CutPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256="); ok {
-		mac := hmac.New(sha256.New, []byte(rc.Token))
-		mac.Write(body)
-		want := hex.EncodeToString(mac.Sum(nil))
-		return hmac.Equal([]byte(sig), []byte(want))
+	var mac []byte
+	for _, sh := range signatureHeaders {
+		v := h.Get(sh.name)
+		if v == "" {
+			continue
+		}
+		if mac == nil {
+			m := hmac.New(sha256.New, []byte(token))
+			m.Write(body)
+			mac = m.Sum(nil)
+		}
+		hexSig, ok := strings.CutPrefix(v, sh.prefix)
+		sig, err := hex.DecodeString(hexSig)
+		if ok && err == nil && hmac.Equal(sig, mac) {
+			return ""
+		}
+		why = "wrong " + sh.name
 	}
-	return false
+	return why
 }
 
 // PushURLs returns the repository URLs a push payload names: GitHub and

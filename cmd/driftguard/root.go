@@ -39,5 +39,7 @@ func newRootCommand() *cobra.Command {
 	}
 	logs.bind(root)
 	root.AddCommand(newRunCommand(logs), newDevCommand(logs), newPolicyCommand(), newDiffCommand(), newAuditCommand(), newHealthCommand(), newVersionCommand())
+	root.AddCommand(newAdoptCommand())
+	root.AddCommand(newRollbackCommand())
 	return root
 }

@@ -1,0 +1,359 @@
+package yamledit
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// maxValues bounds what one document may expand to through aliases.
+const maxValues = 1 << 20
+
+// valueOf turns a node into a JSON-compatible value, resolving aliases and
+// merge keys as gitstore does: scalars become nil, bool, int64, float64 or
+// string; explicit keys win over merged ones.
+func valueOf(n *yaml.Node) (any, error) {
+	c := converter{}
+	return c.value(n)
+}
+
+type converter struct{ count int }
+
+func (c *converter) value(n *yaml.Node) (any, error) {
+	c.count++
+	if c.count > maxValues {
+		return nil, fmt.Errorf("line %d: document expands to more than %d values", n.Line, maxValues)
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return c.value(n.Content[0])
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return nil, fmt.Errorf("line %d: unknown alias %q", n.Line, n.Value)
+		}
+		return c.value(n.Alias)
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, e := range n.Content {
+			v, err := c.value(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := map[string]any{}
+		if err := c.mapping(n, out, false); err != nil {
+			return nil, err
+		}
+		return out, nil
+	case yaml.ScalarNode:
+		return scalarValue(n)
+	}
+	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
+}
+
+func (c *converter) mapping(n *yaml.Node, out map[string]any, merged bool) error {
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if isMergeKey(k) {
+			merges = append(merges, v)
+			continue
+		}
+		key := resolve(k)
+		if key.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: map key is not a string", k.Line)
+		}
+		if _, set := out[key.Value]; set && merged {
+			continue
+		}
+		val, err := c.value(v)
+		if err != nil {
+			return err
+		}
+		out[key.Value] = val
+	}
+	for _, m := range merges {
+		for _, src := range mergeSources(m) {
+			if src.Kind != yaml.MappingNode {
+				return fmt.Errorf("line %d: merge value is not a mapping", src.Line)
+			}
+			if err := c.mapping(src, out, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mergeSources returns the mappings a merge key's value names.
+func mergeSources(v *yaml.Node) []*yaml.Node {
+	v = resolve(v)
+	if v.Kind == yaml.SequenceNode {
+		out := make([]*yaml.Node, len(v.Content))
+		for i, e := range v.Content {
+			out[i] = resolve(e)
+		}
+		return out
+	}
+	return []*yaml.Node{v}
+}
+
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func scalarValue(n *yaml.Node) (any, error) {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil, nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return nil, fmt.Errorf("line %d: bool %q: %w", n.Line, n.Value, err)
+		}
+		return b, nil
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err == nil {
+			return i, nil
+		}
+		var f float64
+		if err := n.Decode(&f); err != nil {
+			return nil, fmt.Errorf("line %d: int %q out of range", n.Line, n.Value)
+		}
+		return f, nil
+	case "!!float":
+		var f float64
+		if err := n.Decode(&f); err != nil {
+			return nil, fmt.Errorf("line %d: float %q: %w", n.Line, n.Value, err)
+		}
+		return f, nil
+	}
+	return n.Value, nil
+}
+
+// applyValue applies ops to a decoded object (a copy is modified).
+// Deletions of list elements run last, highest index first, so that every
+// index means the element of the original list.
+func applyValue(obj any, ops []parsedOp) (any, error) {
+	obj = deepCopy(obj)
+	var deletes []parsedOp
+	for _, op := range ops {
+		if op.Delete {
+			deletes = append(deletes, op)
+			continue
+		}
+		var err error
+		if obj, err = setValue(obj, op.tokens, op.Value); err != nil {
+			return nil, fmt.Errorf("pointer %q: %w", op.Pointer, err)
+		}
+	}
+	sort.SliceStable(deletes, func(i, j int) bool { return tokensAfter(deletes[i].tokens, deletes[j].tokens) })
+	for _, op := range deletes {
+		var err error
+		if obj, err = deleteValue(obj, op.tokens); err != nil {
+			return nil, fmt.Errorf("pointer %q: %w", op.Pointer, err)
+		}
+	}
+	return obj, nil
+}
+
+// tokensAfter orders pointers so that higher list indices come first.
+func tokensAfter(a, b []string) bool {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] == b[i] {
+			continue
+		}
+		ai, aerr := strconv.Atoi(a[i])
+		bi, berr := strconv.Atoi(b[i])
+		if aerr == nil && berr == nil {
+			return ai > bi
+		}
+		return a[i] > b[i]
+	}
+	return len(a) > len(b)
+}
+
+func setValue(v any, tokens []string, val any) (any, error) {
+	if len(tokens) == 0 {
+		return deepCopy(val), nil
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		next, err := setValue(x[tokens[0]], tokens[1:], val)
+		if err != nil {
+			return nil, err
+		}
+		x[tokens[0]] = next
+		return x, nil
+	case []any:
+		i, err := index(tokens[0], len(x))
+		if err != nil {
+			return nil, err
+		}
+		if x[i], err = setValue(x[i], tokens[1:], val); err != nil {
+			return nil, err
+		}
+		return x, nil
+	case nil:
+		// A missing field: the path below it is created as objects.
+		next, err := setValue(nil, tokens[1:], val)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{tokens[0]: next}, nil
+	}
+	return nil, fmt.Errorf("%q is inside a %s, not an object or a list", tokens[0], kindName(v))
+}
+
+// deleteValue returns v without the field or element at tokens.
+func deleteValue(v any, tokens []string) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		e, ok := x[tokens[0]]
+		if !ok {
+			return nil, fmt.Errorf("no field %q", tokens[0])
+		}
+		if len(tokens) == 1 {
+			delete(x, tokens[0])
+			return x, nil
+		}
+		next, err := deleteValue(e, tokens[1:])
+		if err != nil {
+			return nil, err
+		}
+		x[tokens[0]] = next
+		return x, nil
+	case []any:
+		i, err := index(tokens[0], len(x))
+		if err != nil {
+			return nil, err
+		}
+		if len(tokens) == 1 {
+			return append(x[:i:i], x[i+1:]...), nil
+		}
+		next, err := deleteValue(x[i], tokens[1:])
+		if err != nil {
+			return nil, err
+		}
+		x[i] = next
+		return x, nil
+	}
+	return nil, fmt.Errorf("%q is inside a %s, not an object or a list", tokens[0], kindName(v))
+}
+
+func index(tok string, n int) (int, error) {
+	i, err := strconv.Atoi(tok)
+	if err != nil || i < 0 || strconv.Itoa(i) != tok {
+		return 0, fmt.Errorf("%q is not a list index", tok)
+	}
+	if i >= n {
+		return 0, fmt.Errorf("index %d is out of range: the list has %d elements", i, n)
+	}
+	return i, nil
+}
+
+func kindName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	}
+	if _, ok := number(v); ok {
+		return "number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case float32:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
+// sameValue compares decoded values, numbers by value whatever their Go
+// type (8 and 8.0 are the same).
+func sameValue(a, b any) bool {
+	if an, ok := number(a); ok {
+		bn, ok := number(b)
+		return ok && (an == bn || (math.IsNaN(an) && math.IsNaN(bn)))
+	}
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, e := range x {
+			f, ok := y[k]
+			if !ok || !sameValue(e, f) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
