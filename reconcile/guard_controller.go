@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -178,14 +177,14 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		r.stalled(g, "InvalidIgnoreRule", fmt.Sprintf("guard %s: spec.%v", g.Name, err))
 		return ctrl.Result{}, nil
 	}
-	auth, err := Auth(ctx, r.Client, g, r.SecretNamespace)
+	req, err := Request(ctx, r.Client, g, r.SecretNamespace)
 	if err != nil {
 		r.notReady(g, "AuthFailed", err.Error())
 		return ctrl.Result{}, err
 	}
 
 	// 1. Source: fetch and render. A bad revision leaves the last good one in force.
-	rev, snap, err := r.Fetcher.Fetch(ctx, gitstore.Request{URL: g.Spec.URL, Ref: g.Spec.Ref, Path: g.Spec.Path, Auth: auth})
+	rev, snap, err := r.Fetcher.Fetch(ctx, req)
 	if rev != "" {
 		g.Status.LastAttemptedRevision = rev
 	}
@@ -257,14 +256,17 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	g.Status.Inventory = inventory(kinds)
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionStalled)
-	msg := fmt.Sprintf("applied revision %s: %d objects (%d created, %d configured)", short(rev), len(cs), cs.Count(Created), cs.Count(Configured))
+	// The message is the same at every reconcile of one revision, so that a
+	// no-op reconcile has no status to write; what each apply changed is in
+	// the audit records and the log.
+	msg := fmt.Sprintf("applied revision %s: %d objects", short(rev), len(snap.Objects))
 	if len(conflicts) > 0 {
 		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ObjectConflict",
 			Message: msg + "; " + conflictMessage(conflicts)})
 		return ctrl.Result{RequeueAfter: r.interval(g)}, nil
 	}
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
-	log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "took", time.Since(start).String())
+	log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "created", cs.Count(Created), "configured", cs.Count(Configured), "took", time.Since(start).String())
 	return ctrl.Result{RequeueAfter: r.interval(g)}, nil
 }
 
@@ -403,22 +405,6 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 func namespaced(c client.Client, gvk schema.GroupVersionKind) bool {
 	ok, err := c.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
 	return err == nil && ok
-}
-
-// Auth reads the Git credentials a Guard names, nil when it names none.
-func Auth(ctx context.Context, c client.Client, g *v1alpha1.Guard, defaultNamespace string) (*gitstore.Auth, error) {
-	if g.Spec.SecretRef == nil {
-		return nil, nil
-	}
-	ns := g.Spec.SecretRef.Namespace
-	if ns == "" {
-		ns = defaultNamespace
-	}
-	var s corev1.Secret
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: g.Spec.SecretRef.Name}, &s); err != nil {
-		return nil, fmt.Errorf("spec.secretRef %s/%s: %w", ns, g.Spec.SecretRef.Name, err)
-	}
-	return &gitstore.Auth{Username: string(s.Data["username"]), Password: string(s.Data["password"]), BearerToken: string(s.Data["bearerToken"])}, nil
 }
 
 func (r *GuardReconciler) stalled(g *v1alpha1.Guard, reason, msg string) {

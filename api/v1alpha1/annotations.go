@@ -15,6 +15,15 @@ const (
 	// EnforcementAnnotation, set in Git on an object, overrides its Guard's
 	// enforcement: deny, revert, warn or off.
 	EnforcementAnnotation = "driftguard.io/enforcement"
+	// ForceAnnotation, "true" on an object in Git, recreates the object when
+	// an update is refused because a field is immutable.
+	ForceAnnotation = "driftguard.io/force"
+	// SyncRequestedAnnotation on a Guard asks for a sync of the newest
+	// revision now (manual sync, or a sync window's manualSync); any new
+	// value is a new request. driftguard sync sets it to the time.
+	SyncRequestedAnnotation = "driftguard.io/sync-requested"
+	// ShardLabel on a Guard names the shard (--shard) that reconciles it.
+	ShardLabel = "driftguard.io/shard"
 )
 
 // ChangedBy is the value of ChangedByAnnotation.

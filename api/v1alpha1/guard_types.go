@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,6 +17,12 @@ const (
 	// field manager keeps changing back; the message names the manager and
 	// the ignore rule to add.
 	ConditionDegraded = "Degraded"
+	// ConditionHealthy is True when every managed object (or every object in
+	// spec.healthChecks) is Healthy; its reason is the aggregate health state.
+	ConditionHealthy = "Healthy"
+	// ConditionInSync is False when Git holds a revision that is not applied
+	// yet: manual sync waiting for approval, or a sync window closed.
+	ConditionInSync = "InSync"
 )
 
 // GuardSpec is the desired behaviour of a Guard.
@@ -24,9 +31,15 @@ type GuardSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	URL string `json:"url"`
 
-	// Ref is a branch, a tag or a full commit SHA. Defaults to the remote HEAD.
+	// Ref is a branch, a tag, a full reference (refs/...) or a full commit
+	// SHA. Defaults to the remote HEAD. It excludes semver.
 	// +optional
 	Ref string `json:"ref,omitempty"`
+
+	// SemVer selects the highest tag that is a semantic version in this
+	// range (">=1.2.0 <2", "^1.4", "~2.0"). It excludes ref.
+	// +optional
+	SemVer string `json:"semver,omitempty"`
 
 	// Path inside the repository whose manifests are applied. Defaults to the root.
 	// +optional
@@ -69,10 +82,214 @@ type GuardSpec struct {
 	// +optional
 	Ignore []IgnoreRule `json:"ignore,omitempty"`
 
-	// SecretRef names a Secret in the guard's namespace with Git credentials
-	// (keys username and password, or bearerToken).
+	// SecretRef names a Secret with Git credentials: username and password,
+	// or bearerToken (HTTPS); identity, known_hosts and optionally password
+	// as the key's passphrase (SSH).
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// Vars are substituted for ${NAME} and ${NAME:=default} in the rendered
+	// manifests. A variable that is unset and has no default is an error.
+	// +optional
+	Vars map[string]string `json:"vars,omitempty"`
+
+	// VarsFrom reads more variables from ConfigMaps and Secrets; later
+	// entries win over earlier ones, spec.vars wins over all.
+	// +optional
+	VarsFrom []VarsReference `json:"varsFrom,omitempty"`
+
+	// Helm renders a path that holds a Chart.yaml.
+	// +optional
+	Helm *HelmSpec `json:"helm,omitempty"`
+
+	// Decryption decrypts SOPS-encrypted files in memory before rendering.
+	// +optional
+	Decryption *Decryption `json:"decryption,omitempty"`
+
+	// CreateNamespace creates the namespaces that rendered objects live in
+	// and that Git does not declare.
+	// +optional
+	CreateNamespace bool `json:"createNamespace,omitempty"`
+
+	// Force recreates an object whose update the API server refuses because
+	// a field is immutable. The annotation driftguard.io/force: "true" on an
+	// object in Git does the same for that object alone.
+	// +optional
+	Force bool `json:"force,omitempty"`
+
+	// AllowEmpty lets a revision that renders no objects prune everything
+	// that was applied; without it such a revision is refused.
+	// +optional
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
+
+	// PruneLast deletes what left Git only after everything else was applied
+	// and, with wait, is healthy.
+	// +optional
+	PruneLast bool `json:"pruneLast,omitempty"`
+
+	// PrunePropagationPolicy is the deletion propagation of pruned objects.
+	// +kubebuilder:validation:Enum=background;foreground;orphan
+	// +kubebuilder:default=background
+	// +optional
+	PrunePropagationPolicy string `json:"prunePropagationPolicy,omitempty"`
+
+	// Timeout bounds fetching, applying and, with wait, waiting for health.
+	// Defaults to the interval.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Wait makes a reconcile wait until the applied objects (or those in
+	// healthChecks) are healthy before the Guard is Ready.
+	// +optional
+	Wait bool `json:"wait,omitempty"`
+
+	// HealthChecks lists the objects whose health makes the Guard healthy;
+	// empty means every managed object.
+	// +optional
+	HealthChecks []ObjectReference `json:"healthChecks,omitempty"`
+
+	// DependsOn names Guards that must be Ready and Healthy before this one
+	// applies anything.
+	// +optional
+	DependsOn []string `json:"dependsOn,omitempty"`
+
+	// Retry is how failed reconciles are retried.
+	// +optional
+	Retry *RetryPolicy `json:"retry,omitempty"`
+
+	// Sync is auto (a new revision is applied when it is seen) or manual (a
+	// new revision waits until driftguard sync, or the annotation
+	// driftguard.io/sync-requested, asks for it). Self-heal does not depend
+	// on it: drift is reverted to the last synced revision in both modes.
+	// +kubebuilder:validation:Enum=auto;manual
+	// +kubebuilder:default=auto
+	// +optional
+	Sync SyncMode `json:"sync,omitempty"`
+
+	// SyncWindows restrict when revisions are applied: nothing is applied
+	// outside every allow window (when there is one) or inside a deny window.
+	// +optional
+	SyncWindows []SyncWindow `json:"syncWindows,omitempty"`
+
+	// Suspend stops reconciliation and self-heal of this Guard.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// VarsReference names a ConfigMap or Secret whose data are variables.
+type VarsReference struct {
+	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// Name of the object.
+	Name string `json:"name"`
+	// Namespace of the object; defaults to the guard's own namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Optional: a missing object is no error.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// HelmSpec says how a chart in Git is rendered.
+type HelmSpec struct {
+	// ReleaseName defaults to the Guard's name.
+	// +optional
+	ReleaseName string `json:"releaseName,omitempty"`
+	// Namespace of the release; defaults to "default".
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// ValuesFiles are paths relative to the chart folder, merged in order
+	// over the chart's values.yaml.
+	// +optional
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// Values are merged last, over the values files.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// Decryption names the keys that decrypt SOPS-encrypted files.
+type Decryption struct {
+	// Provider of the encryption; only sops.
+	// +kubebuilder:validation:Enum=sops
+	// +kubebuilder:default=sops
+	// +optional
+	Provider string `json:"provider,omitempty"`
+	// SecretRef names a Secret whose keys ending in .agekey hold age
+	// private keys.
+	SecretRef SecretReference `json:"secretRef"`
+}
+
+// ObjectReference names one object.
+type ObjectReference struct {
+	// APIVersion, e.g. apps/v1.
+	APIVersion string `json:"apiVersion"`
+	// Kind, e.g. Deployment.
+	Kind string `json:"kind"`
+	// Namespace; empty for cluster-scoped objects.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	Name string `json:"name"`
+}
+
+// RetryPolicy retries failed reconciles with exponential backoff.
+type RetryPolicy struct {
+	// Limit of retries after which the Guard is Stalled until Git or its
+	// spec changes; 0 retries without limit.
+	// +optional
+	Limit int32 `json:"limit,omitempty"`
+	// Backoff between retries.
+	// +optional
+	Backoff *Backoff `json:"backoff,omitempty"`
+}
+
+// Backoff is an exponential backoff.
+type Backoff struct {
+	// Duration of the first wait.
+	// +kubebuilder:default="5s"
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+	// Factor each wait is multiplied by.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=2
+	// +optional
+	Factor int32 `json:"factor,omitempty"`
+	// MaxDuration caps a wait.
+	// +kubebuilder:default="5m"
+	// +optional
+	MaxDuration *metav1.Duration `json:"maxDuration,omitempty"`
+}
+
+// SyncMode says whether new revisions apply on their own.
+type SyncMode string
+
+// Sync modes.
+const (
+	SyncAuto   SyncMode = "auto"
+	SyncManual SyncMode = "manual"
+)
+
+// SyncWindow is a recurring time range in which revisions may (allow) or
+// may not (deny) be applied.
+type SyncWindow struct {
+	// Kind is allow or deny.
+	// +kubebuilder:validation:Enum=allow;deny
+	Kind string `json:"kind"`
+	// Schedule is a cron expression (minute hour day-of-month month
+	// day-of-week) for when the window opens.
+	// +kubebuilder:validation:MinLength=1
+	Schedule string `json:"schedule"`
+	// Duration the window stays open.
+	Duration metav1.Duration `json:"duration"`
+	// TimeZone of the schedule (IANA name); defaults to UTC.
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
+	// ManualSync lets a manual sync through while the window blocks.
+	// +optional
+	ManualSync bool `json:"manualSync,omitempty"`
 }
 
 // Enforcement modes of a Guard.
@@ -157,6 +374,35 @@ type GuardStatus struct {
 	// left Git entirely are still found and pruned.
 	// +optional
 	Inventory []InventoryKind `json:"inventory,omitempty"`
+
+	// PendingRevision is a revision Git holds that is not applied yet:
+	// waiting for a manual sync or for a sync window.
+	// +optional
+	PendingRevision string `json:"pendingRevision,omitempty"`
+
+	// LastHandledSyncRequest is the value of the driftguard.io/sync-requested
+	// annotation the guard last acted on.
+	// +optional
+	LastHandledSyncRequest string `json:"lastHandledSyncRequest,omitempty"`
+
+	// Health is the aggregate health of the managed objects: Healthy,
+	// Progressing, Degraded, Suspended, Missing or Unknown.
+	// +optional
+	Health string `json:"health,omitempty"`
+
+	// Unhealthy names up to 20 objects that are not Healthy, with their
+	// state and message.
+	// +optional
+	Unhealthy []string `json:"unhealthy,omitempty"`
+
+	// Failed lists up to 20 objects that failed to apply at the last
+	// reconcile, with the error (PartiallySynced).
+	// +optional
+	Failed []string `json:"failed,omitempty"`
+
+	// Retries counts consecutive failed reconciles of the current revision.
+	// +optional
+	Retries int32 `json:"retries,omitempty"`
 }
 
 // InventoryKind is one group/version/kind the guard has applied objects of.
@@ -171,6 +417,7 @@ type InventoryKind struct {
 // +kubebuilder:resource:scope=Cluster,shortName=gd
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.lastAppliedRevision`
+// +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health`
 // +kubebuilder:printcolumn:name="Drift",type=integer,JSONPath=`.status.driftedObjects`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1

@@ -70,7 +70,7 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 	if err != nil {
 		return false, fmt.Errorf("guard %s: spec.%w", guard, err)
 	}
-	auth, err := reconcile.Auth(ctx, c, &g, namespace)
+	req, err := reconcile.Request(ctx, c, &g, namespace)
 	if err != nil {
 		return false, err
 	}
@@ -79,7 +79,7 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 		return false, err
 	}
 	defer os.RemoveAll(cache)
-	rev, snap, err := gitstore.NewFetcher(cache, logr.Discard()).Fetch(ctx, gitstore.Request{URL: g.Spec.URL, Ref: g.Spec.Ref, Path: g.Spec.Path, Auth: auth})
+	rev, snap, err := gitstore.NewFetcher(cache, logr.Discard()).Fetch(ctx, req)
 	if err != nil {
 		return false, fmt.Errorf("revision %s: %w", rev, err)
 	}

@@ -31,11 +31,14 @@ func TestNoOpReconcileMakesNoAPICalls(t *testing.T) {
 		}
 		return n
 	}
-	// Let the first reconcile's status update and the informers settle: wait for one more reconcile.
+	// Let the first reconcile's status update and the informers settle. A
+	// Guard is never reconciled twice at once, so when the second reconcile
+	// after this point asks Git for its refs, the first one has finished,
+	// status patch included.
 	start := refs()
-	harness.Eventually(t, 30*time.Second, "one more reconcile", func() error {
-		if refs() <= start {
-			return fmt.Errorf("no fetch yet")
+	harness.Eventually(t, 30*time.Second, "one more reconcile, finished", func() error {
+		if refs() < start+2 {
+			return fmt.Errorf("%d fetches so far", refs()-start)
 		}
 		return nil
 	})
