@@ -67,14 +67,19 @@ type Watcher struct {
 	Workers int
 	// Changed, when set, is told of each guard whose set of drifted objects changed.
 	Changed func(guard string)
-	Log     logr.Logger
+	// HealthChanged, when set, is told of each guard one of whose objects
+	// changed health state.
+	HealthChanged func(guard string)
+	Log           logr.Logger
 
-	mu        sync.Mutex
-	informers map[schema.GroupVersionKind]*kindInformer
-	queue     workqueue.TypedRateLimitingInterface[item]
-	resync    chan struct{}
-	state     *driftState
-	fights    *fights
+	mu         sync.Mutex
+	informers  map[schema.GroupVersionKind]*kindInformer
+	queue      workqueue.TypedRateLimitingInterface[item]
+	resync     chan struct{}
+	state      *driftState
+	fights     *fights
+	health     *healthBook // made on first use: see book
+	healthOnce sync.Once
 }
 
 type kindInformer struct {
@@ -165,6 +170,7 @@ func (w *Watcher) syncInformers(ctx context.Context) {
 		if !want[gvk] {
 			ki.stop()
 			delete(w.informers, gvk)
+			w.book().forgetKind(gvk)
 			w.Log.Info("stopped watching kind", "kind", gvk.String())
 		}
 	}
@@ -195,7 +201,7 @@ func (w *Watcher) newInformer(ctx context.Context, gvk schema.GroupVersionKind) 
 	label := w.LabelKey
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.Dynamic, mapping.Resource, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = label }).Informer()
-	if err := inf.SetTransform(stripForCache); err != nil {
+	if err := inf.SetTransform(w.transformFor(gvk)); err != nil {
 		return nil, fmt.Errorf("informer for %s: %w", gvk, err)
 	}
 	enqueue := func(obj any) {
@@ -208,10 +214,20 @@ func (w *Watcher) newInformer(ctx context.Context, gvk schema.GroupVersionKind) 
 		}
 		w.queue.Add(item{gvk: gvk, namespace: o.GetNamespace(), name: o.GetName()})
 	}
+	book := w.book()
+	deleted := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if o, ok := obj.(metav1.Object); ok && book.forget(item{gvk: gvk, namespace: o.GetNamespace(), name: o.GetName()}) && w.HealthChanged != nil {
+			w.HealthChanged(o.GetLabels()[w.LabelKey])
+		}
+		enqueue(obj)
+	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, n any) { enqueue(n) },
-		DeleteFunc: enqueue,
+		DeleteFunc: deleted,
 	}); err != nil {
 		return nil, fmt.Errorf("informer for %s: %w", gvk, err)
 	}
@@ -286,7 +302,7 @@ func (w *Watcher) Drifted(guard string, limit int) (int, []string) {
 }
 
 // stripForCache drops what the comparison never reads, to keep the cache small:
-// status, the field sets of the guard's own and of status-subresource managed
+// status (but a Service's), the field sets of the guard's own and of status-subresource managed
 // fields entries (other managers' sets stay, for managedFieldsManagers ignore
 // rules; manager, operation and time stay for attribution), and the
 // last-applied annotation.
@@ -295,7 +311,11 @@ func stripForCache(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	delete(u.Object, "status")
+	if u.GetKind() != "Service" || u.GetAPIVersion() != "v1" {
+		// A Service keeps its small status: its health is assessed again,
+		// with its endpoints, when a Guard's health is summed up.
+		delete(u.Object, "status")
+	}
 	// In place on the unstructured list: the typed Get/SetManagedFields
 	// round trip would copy every entry of every cached object.
 	md, _ := u.Object["metadata"].(map[string]any)

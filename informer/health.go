@@ -1,0 +1,112 @@
+package informer
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftguard/driftguard/health"
+)
+
+// healthBook holds the health of every cached object, assessed from the
+// full object as it arrives, before the cache transform strips its status.
+// The cache itself keeps no status, so this is the only place it lives.
+type healthBook struct {
+	mu      sync.RWMutex
+	results map[item]health.Result
+	custom  atomic.Pointer[customHealth]
+}
+
+type customHealth struct{ c health.Custom }
+
+func newHealthBook() *healthBook {
+	return &healthBook{results: map[item]health.Result{}}
+}
+
+// note assesses obj and stores the result; it returns true when the
+// object's state (not only its message) changed.
+func (b *healthBook) note(it item, obj *unstructured.Unstructured) bool {
+	var r health.Result
+	if c := b.custom.Load(); c != nil && c.c != nil {
+		r, _ = health.AssessCustom(context.Background(), obj, nil, c.c)
+	} else {
+		r = health.Assess(obj)
+	}
+	b.mu.Lock()
+	prev, had := b.results[it]
+	b.results[it] = r
+	b.mu.Unlock()
+	return !had || prev.State != r.State
+}
+
+func (b *healthBook) forget(it item) bool {
+	b.mu.Lock()
+	_, had := b.results[it]
+	delete(b.results, it)
+	b.mu.Unlock()
+	return had
+}
+
+func (b *healthBook) get(it item) (health.Result, bool) {
+	b.mu.RLock()
+	r, ok := b.results[it]
+	b.mu.RUnlock()
+	return r, ok
+}
+
+func (b *healthBook) forgetKind(gvk schema.GroupVersionKind) {
+	b.mu.Lock()
+	for it := range b.results {
+		if it.gvk == gvk {
+			delete(b.results, it)
+		}
+	}
+	b.mu.Unlock()
+}
+
+// book returns the health book, made on first use.
+func (w *Watcher) book() *healthBook {
+	w.healthOnce.Do(func() { w.health = newHealthBook() })
+	return w.health
+}
+
+// SetCustomHealth sets the custom health rules (Rego) that objects are
+// assessed with from now on; nil returns to the built-in rules.
+func (w *Watcher) SetCustomHealth(c health.Custom) {
+	w.book().custom.Store(&customHealth{c: c})
+}
+
+// Health returns the health of a cached object, assessed from the live
+// object with its status; known is false when the kind is not watched or
+// its cache has not synced. An object that is not in the cache is Missing.
+func (w *Watcher) Health(gvk schema.GroupVersionKind, namespace, name string) (health.Result, bool) {
+	w.mu.Lock()
+	ki, ok := w.informers[gvk]
+	w.mu.Unlock()
+	if !ok || !ki.informer.HasSynced() {
+		return health.Result{}, false
+	}
+	if r, ok := w.book().get(item{gvk: gvk, namespace: namespace, name: name}); ok {
+		return r, true
+	}
+	return health.Result{State: health.Missing, Message: "not found"}, true
+}
+
+// transformFor returns the cache transform of a kind: note the object's
+// health, then strip what the comparison does not read. A change of health
+// state is told to HealthChanged.
+func (w *Watcher) transformFor(gvk schema.GroupVersionKind) func(any) (any, error) {
+	book := w.book()
+	return func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			it := item{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName()}
+			if book.note(it, u) && w.HealthChanged != nil {
+				w.HealthChanged(u.GetLabels()[w.LabelKey])
+			}
+		}
+		return stripForCache(obj)
+	}
+}
