@@ -19,6 +19,11 @@ type Options struct {
 	GitCacheDir     string
 	DefaultInterval time.Duration
 	Workers         int
+	// Concurrent is how many Guards are reconciled at once.
+	Concurrent int
+	// Shard limits this process to Guards labelled driftguard.io/shard=Shard
+	// (empty: Guards without the label).
+	Shard string
 
 	WebhookAddr        string
 	WebhookURL         string
@@ -67,6 +72,7 @@ func DefaultOptions() Options {
 		GitCacheDir:       filepath.Join(cache, "driftguard", "git"),
 		DefaultInterval:   time.Minute,
 		Workers:           4,
+		Concurrent:        4,
 		WebhookAddr:       "127.0.0.1:9443",
 		WebhookHosts:      []string{"127.0.0.1", "localhost"},
 		WebhookRegister:   true,
@@ -94,6 +100,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GitCacheDir, "git-cache-dir", o.GitCacheDir, "where fetched repositories are cached")
 	fs.DurationVar(&o.DefaultInterval, "default-interval", o.DefaultInterval, "full reconcile interval for Guards that set none")
 	fs.IntVar(&o.Workers, "drift-workers", o.Workers, "workers comparing and reverting drift in parallel")
+	fs.IntVar(&o.Concurrent, "concurrent", o.Concurrent, "Guards reconciled at once")
+	fs.StringVar(&o.Shard, "shard", o.Shard, "reconcile only Guards labelled driftguard.io/shard=NAME (empty: only Guards without that label)")
 
 	fs.StringVar(&o.WebhookAddr, "webhook-addr", o.WebhookAddr, "address the admission webhook listens on (TLS)")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "URL the API server calls when the guard runs outside the cluster (default https://<webhook-addr>)")
@@ -130,6 +138,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WebhookTimeout < time.Second || o.WebhookTimeout > 30*time.Second {
 		return fmt.Errorf("--webhook-timeout: %s is outside 1s..30s", o.WebhookTimeout)
+	}
+	if o.Concurrent < 1 {
+		return fmt.Errorf("--concurrent: must be at least 1, got %d", o.Concurrent)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--drift-workers: must be at least 1, got %d", o.Workers)

@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		HealthProbeBindAddress:  o.HealthAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        "driftguard.driftguard.io",
+		LeaderElectionID:        leaderElectionID(o.Shard),
 		LeaderElectionNamespace: o.Namespace,
 		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		// The manager's cache holds Guards and, for prune, the metadata of
@@ -169,8 +169,24 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		Workers: o.Workers, Log: log.WithName("drift"),
 	}
 	applier.Live = watcher
-	driftStatus := &reconcile.DriftStatus{Client: mgr.GetClient(), Drift: watcher, Log: log.WithName("drift-status")}
+	// Custom health rules (data.driftguard.health) live in the policy files.
+	engine.OnLoad(func(modules map[string]string) {
+		he, err := policy.NewHealthEngine(modules, log.WithName("health"))
+		switch {
+		case errors.Is(err, policy.ErrNoHealthRule):
+			watcher.SetCustomHealth(nil)
+		case err != nil:
+			log.Error(err, "custom health rules not loaded; the built-in rules apply")
+			watcher.SetCustomHealth(nil)
+		default:
+			log.Info("custom health rules loaded", "revision", he.Revision())
+			watcher.SetCustomHealth(he)
+		}
+	})
+	healthTracker := &reconcile.HealthTracker{Source: watcher, Live: watcher, Reader: mgr.GetAPIReader()}
+	driftStatus := &reconcile.DriftStatus{Client: mgr.GetClient(), Drift: watcher, Health: healthTracker, Store: store, Log: log.WithName("drift-status")}
 	watcher.Changed = driftStatus.Changed
+	watcher.HealthChanged = driftStatus.Changed
 	for _, r := range []manager.Runnable{watcher, driftStatus} {
 		if err := mgr.Add(r); err != nil {
 			return err
@@ -186,6 +202,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		Client: mgr.GetClient(), Fetcher: gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), Store: store,
 		Applier: applier, Audit: auditLog, Drift: watcher, SecretNamespace: o.Namespace,
 		DefaultInterval: o.DefaultInterval, Log: log.WithName("reconcile"),
+		Health: healthTracker, Events: mgr.GetEventRecorder("driftguard"), Concurrent: o.Concurrent, Shard: o.Shard,
 	}
 	if webhookRules != nil {
 		rec.Protect = webhookRules.Sync
@@ -239,6 +256,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		log.Error(cerr, "close audit log")
 	}
 	return err
+}
+
+// leaderElectionID is the lease of one shard's replicas.
+func leaderElectionID(shard string) string {
+	if shard == "" {
+		return "driftguard.driftguard.io"
+	}
+	return "driftguard-" + shard + ".driftguard.io"
 }
 
 // registrar registers the webhook configurations once the server listens,
@@ -384,10 +409,10 @@ func (s *guardSettings) guard(name string) (*v1alpha1.Guard, bool) {
 	return &g, true
 }
 
-// SelfHeal is on unless the Guard turns it off.
+// SelfHeal is on unless the Guard turns it off or is suspended.
 func (s *guardSettings) SelfHeal(guard string) bool {
 	g, ok := s.guard(guard)
-	return !ok || g.SelfHealEnabled()
+	return !ok || (g.SelfHealEnabled() && !g.Spec.Suspend)
 }
 
 // Enforcement is the Guard's mode, deny when unset.

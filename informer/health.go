@@ -31,7 +31,11 @@ func newHealthBook() *healthBook {
 func (b *healthBook) note(it item, obj *unstructured.Unstructured) bool {
 	var r health.Result
 	if c := b.custom.Load(); c != nil && c.c != nil {
-		r, _ = health.AssessCustom(context.Background(), obj, nil, c.c)
+		var err error
+		if r, err = health.AssessCustom(context.Background(), obj, nil, c.c); err != nil {
+			// The built-in result stands; the failure shows where it is read.
+			r.Message += " (custom health rule failed: " + err.Error() + ")"
+		}
 	} else {
 		r = health.Assess(obj)
 	}

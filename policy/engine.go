@@ -47,12 +47,26 @@ type Engine struct {
 
 	loadMu sync.Mutex // serializes Load, LoadDir and Watch
 	cur    atomic.Pointer[prepared]
+	onLoad func(modules map[string]string)
+}
+
+// OnLoad sets a function called with the modules of every policy that
+// loads from now on (e.g. to build the custom health rules of the same
+// files), and once at once with the modules of the policy in force.
+func (e *Engine) OnLoad(fn func(modules map[string]string)) {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	e.onLoad = fn
+	if p := e.cur.Load(); p != nil && fn != nil {
+		fn(p.modules)
+	}
 }
 
 // prepared is one policy revision, compiled and ready to evaluate.
 type prepared struct {
 	query    rego.PreparedEvalQuery
 	revision string
+	modules  map[string]string
 }
 
 // NewEngine returns an engine serving the embedded default policy, with cfg
@@ -190,7 +204,10 @@ func (e *Engine) load(modules map[string]string, baseDir, revPrefix string) erro
 		return fmt.Errorf("load policy %s: prepare %s: %w", revision, DecisionQuery, err)
 	}
 
-	prev := e.cur.Swap(&prepared{query: pq, revision: revision})
+	prev := e.cur.Swap(&prepared{query: pq, revision: revision, modules: modules})
+	if e.onLoad != nil {
+		e.onLoad(modules)
+	}
 	kv := []any{"revision", revision, "modules", len(names)}
 	if baseDir != "" {
 		kv = append(kv, "dir", baseDir)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 )
@@ -28,7 +29,18 @@ const (
 	Unchanged  Action = "unchanged"
 	Deleted    Action = "deleted"
 	Failed     Action = "failed"
+	// Replaced: deleted and created again, because an update was refused
+	// for an immutable field and force was on.
+	Replaced Action = "replaced"
 )
+
+// ApplyOptions tune one Apply.
+type ApplyOptions struct {
+	// Force recreates objects whose update is refused for an immutable
+	// field (every object; an object's driftguard.io/force annotation in Git
+	// does the same for that object alone).
+	Force bool
+}
 
 // Entry is the outcome for one object.
 type Entry struct {
@@ -85,31 +97,40 @@ func (a *Applier) Options(desired *unstructured.Unstructured, live map[string]an
 }
 
 // Apply applies objects in stages: CustomResourceDefinitions and Namespaces
-// first, then the rest. Objects already in sync are left alone. An object
-// that fails does not stop the others; the joined error names each one.
-func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object) (ChangeSet, error) {
+// first, then (once the definitions it created or changed are established)
+// the rest. Objects already in sync are left alone. An object that fails
+// does not stop the others; the joined error names each one.
+func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object, opts ApplyOptions) (ChangeSet, error) {
 	first, rest := stage(objs)
 	cs := make(ChangeSet, 0, len(objs))
 	var errs []error
-	for _, group := range [][]*gitstore.Object{first, rest} {
+	for i, group := range [][]*gitstore.Object{first, rest} {
+		var crds []*gitstore.Object
 		for _, o := range group {
-			action, err := a.applyOne(ctx, o)
+			action, err := a.applyOne(ctx, o, opts)
 			if err != nil {
 				err = fmt.Errorf("apply %s (%s:%d): %w", o.Key, o.Source.Path, o.Source.Line, err)
 				errs = append(errs, err)
 				action = Failed
 			}
+			if action != Unchanged && action != Failed && o.Key.Kind == "CustomResourceDefinition" {
+				crds = append(crds, o)
+			}
 			cs = append(cs, Entry{Object: o, Action: action, Err: err})
 		}
-		if len(errs) > 0 {
+		if i == 0 && len(errs) > 0 {
 			// Without its namespaces and definitions the rest would only fail.
+			break
+		}
+		if err := a.waitEstablished(ctx, crds); err != nil {
+			errs = append(errs, err)
 			break
 		}
 	}
 	return cs, errors.Join(errs...)
 }
 
-func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object) (Action, error) {
+func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object, opts ApplyOptions) (Action, error) {
 	gvk := o.Obj.GroupVersionKind()
 	var live *unstructured.Unstructured
 	if a.Live != nil {
@@ -120,7 +141,11 @@ func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object) (Action, err
 			}
 		}
 	}
-	return a.Revert(ctx, o, live)
+	action, err := a.Revert(ctx, o, live)
+	if err != nil && isImmutable(err) && (opts.Force || o.Obj.GetAnnotations()[v1alpha1.ForceAnnotation] == "true") {
+		return a.replace(ctx, o)
+	}
+	return action, err
 }
 
 // Revert forces the desired state back onto the live object, taking over any

@@ -13,14 +13,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/gitstore"
 )
 
-// DriftStatus keeps status.driftedObjects and status.drifted of each Guard
-// current between full reconciles, so kubectl get guards shows drift as it
-// happens. Changes are batched: at most one status patch per Guard a period.
+// DriftStatus keeps status.driftedObjects, status.drifted and, with Health,
+// status.health and status.unhealthy of each Guard current between full
+// reconciles, so kubectl get guards shows drift and health as they happen.
+// Changes are batched: at most one status patch per Guard a period.
 type DriftStatus struct {
 	Client client.Client
 	Drift  DriftState
+	// Health and Store, when set, sum up health too.
+	Health *HealthTracker
+	Store  *gitstore.Store
 	Period time.Duration
 	Log    logr.Logger
 
@@ -65,15 +70,30 @@ func (d *DriftStatus) Start(ctx context.Context) error {
 }
 
 func (d *DriftStatus) patch(ctx context.Context, guard string) error {
-	n, names := d.Drift.Drifted(guard, maxDriftedListed)
-	var list any = names
-	if len(names) == 0 {
-		list = nil // a merge patch removes the field
+	var g v1alpha1.Guard
+	if err := d.Client.Get(ctx, client.ObjectKey{Name: guard}, &g); err != nil {
+		return err
 	}
-	body, err := json.Marshal(map[string]any{"status": map[string]any{"driftedObjects": n, "drifted": list}})
+	n, names := d.Drift.Drifted(guard, maxDriftedListed)
+	setDrifted(guard, n)
+	status := map[string]any{"driftedObjects": n, "drifted": orNull(names)}
+	if d.Health != nil && d.Store != nil && g.Status.LastAppliedRevision != "" {
+		if snap, ok := d.Store.Snapshot(guard); ok {
+			sum := d.Health.Summarize(ctx, &g, snap)
+			status["health"], status["unhealthy"] = string(sum.State), orNull(sum.Unhealthy)
+		}
+	}
+	body, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}
-	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: guard}}
-	return d.Client.Status().Patch(ctx, g, client.RawPatch(types.MergePatchType, body))
+	return d.Client.Status().Patch(ctx, &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: guard}}, client.RawPatch(types.MergePatchType, body))
+}
+
+// orNull is nil for an empty list: a merge patch then removes the field.
+func orNull(list []string) any {
+	if len(list) == 0 {
+		return nil
+	}
+	return list
 }

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/health"
 )
 
 // Fetcher is the part of gitstore.Fetcher the reconciler uses.
@@ -66,8 +68,19 @@ type GuardReconciler struct {
 	Protect func(ctx context.Context) error
 	Log     logr.Logger
 
+	// Health sums up the health of a Guard's objects (nil: not assessed).
+	Health *HealthTracker
+	// Events, when set, records Kubernetes Events on Guards.
+	Events events.EventRecorder
+	// Concurrent is how many Guards are reconciled at once (default 4).
+	Concurrent int
+	// Shard, when set, limits the reconciler to Guards labelled
+	// driftguard.io/shard=Shard; unset, to Guards without that label.
+	Shard string
+
 	mu        sync.Mutex
 	decorated map[string][2]*gitstore.Snapshot // guard -> {fetched, decorated}
+	waits     map[string]waitStart
 	pushes    chan event.GenericEvent
 }
 
@@ -81,6 +94,9 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 	}
 	for i := range guards.Items {
 		g := &guards.Items[i]
+		if !r.InShard(g) {
+			continue
+		}
 		for _, u := range urls {
 			if gitstore.SameRepository(g.Spec.URL, u) {
 				select {
@@ -96,13 +112,26 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 // SetupWithManager registers the reconciler.
 func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pushes = make(chan event.GenericEvent, 256)
+	concurrent := r.Concurrent
+	if concurrent <= 0 {
+		concurrent = 4
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Status patches (drift counts, conditions) must not start a full
-		// reconcile; spec changes, pushes and the interval do.
-		For(&v1alpha1.Guard{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// reconcile; spec changes, sync requests (an annotation), pushes and
+		// the interval do.
+		For(&v1alpha1.Guard{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
+			predicate.NewPredicateFuncs(r.InShard))).
 		WatchesRawSource(source.Channel(r.pushes, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).
 		Complete(r)
+}
+
+// InShard reports whether this reconciler owns a Guard: its shard label
+// equals Shard (both empty for the unsharded process).
+func (r *GuardReconciler) InShard(o client.Object) bool {
+	return o.GetLabels()[v1alpha1.ShardLabel] == r.Shard
 }
 
 // Reconcile runs one full reconciliation of a Guard.
@@ -116,10 +145,11 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 		return ctrl.Result{}, err
 	}
-	if !g.DeletionTimestamp.IsZero() {
+	if !g.DeletionTimestamp.IsZero() || !r.InShard(&g) {
 		r.forget(g.Name)
 		return ctrl.Result{}, nil
 	}
+	start := time.Now()
 	before := g.Status.DeepCopy()
 	res, err := r.reconcile(ctx, log, &g)
 	g.Status.ObservedGeneration = g.Generation
@@ -130,15 +160,55 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if perr := r.patchStatus(ctx, &g, before); perr != nil {
 		err = errors.Join(err, perr)
 	}
+	observeGuard(&g, time.Since(start), outcome(&g))
+	r.eventOnChange(&g, before)
 	return res, err
+}
+
+// outcome names the result of a reconcile for driftguard_sync_total.
+func outcome(g *v1alpha1.Guard) string {
+	ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case ready != nil && ready.Status == metav1.ConditionTrue:
+		if g.Status.PendingRevision != "" {
+			return "blocked"
+		}
+		return "success"
+	case ready != nil && (ready.Reason == "DependencyNotReady" || ready.Reason == "Progressing"):
+		return "waiting"
+	case ready != nil && (ready.Reason == "ManualSyncRequired" || ready.Reason == "SyncWindowClosed"):
+		return "blocked"
+	}
+	return "failed"
+}
+
+// eventOnChange records an Event when the Guard's health state changed.
+func (r *GuardReconciler) eventOnChange(g *v1alpha1.Guard, before *v1alpha1.GuardStatus) {
+	if g.Status.Health == before.Health || g.Status.Health == "" {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if g.Status.Health == string(health.Degraded) || g.Status.Health == string(health.Missing) {
+		typ = corev1.EventTypeWarning
+	}
+	msg := "health " + g.Status.Health
+	if len(g.Status.Unhealthy) > 0 {
+		msg += ": " + strings.Join(g.Status.Unhealthy, "; ")
+	}
+	r.event(g, typ, "Health"+g.Status.Health, msg)
 }
 
 // forget drops a deleted Guard's desired state: its objects stay in the
 // cluster, unguarded.
 func (r *GuardReconciler) forget(guard string) {
+	if snap, ok := r.Store.Snapshot(guard); ok && r.Health != nil {
+		r.Health.Forget(snap)
+	}
 	r.Store.Remove(guard)
+	forgetGuardMetrics(guard)
 	r.mu.Lock()
 	delete(r.decorated, guard)
+	delete(r.waits, guard)
 	r.mu.Unlock()
 }
 
@@ -169,6 +239,7 @@ func (r *GuardReconciler) interval(g *v1alpha1.Guard) time.Duration {
 }
 
 func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1alpha1.Guard) (ctrl.Result, error) {
+	// 0. A spec that cannot work is Stalled until it changes.
 	if len(g.Name) > 63 {
 		r.stalled(g, "InvalidName", fmt.Sprintf("guard name %q is longer than 63 characters and cannot be a label value", g.Name))
 		return ctrl.Result{}, nil
@@ -177,16 +248,46 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		r.stalled(g, "InvalidIgnoreRule", fmt.Sprintf("guard %s: spec.%v", g.Name, err))
 		return ctrl.Result{}, nil
 	}
-	req, err := Request(ctx, r.Client, g, r.SecretNamespace)
+	gate, err := EvaluateWindows(g.Spec.SyncWindows, time.Now())
 	if err != nil {
-		r.notReady(g, "AuthFailed", err.Error())
-		return ctrl.Result{}, err
+		r.stalled(g, "InvalidSyncWindow", err.Error())
+		return ctrl.Result{}, nil
+	}
+	if g.Spec.Suspend {
+		meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
+		log.V(1).Info("suspended")
+		return ctrl.Result{}, nil
 	}
 
-	// 1. Source: fetch and render. A bad revision leaves the last good one in force.
+	// 1. Dependencies first.
+	waiting, err := dependenciesReady(ctx, r.Client, g)
+	var cycle *errDependencyCycle
+	switch {
+	case errors.As(err, &cycle):
+		r.stalled(g, "DependencyCycle", err.Error())
+		return ctrl.Result{}, nil
+	case err != nil:
+		r.notReady(g, "DependencyNotReady", err.Error())
+		return ctrl.Result{RequeueAfter: dependencyRequeue}, nil
+	case waiting != "":
+		r.notReady(g, "DependencyNotReady", waiting)
+		return ctrl.Result{RequeueAfter: dependencyRequeue}, nil
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, r.timeout(g))
+	defer cancel()
+	req, err := Request(ctx, r.Client, g, r.SecretNamespace)
+	if err != nil {
+		return r.failed(g, "AuthFailed", err.Error()), nil
+	}
+
+	// 2. Source: fetch and render. A bad revision leaves the last good one in force.
+	fetchStart := time.Now()
 	rev, snap, err := r.Fetcher.Fetch(ctx, req)
-	if rev != "" {
+	observeFetch(time.Since(fetchStart))
+	if rev != "" && rev != g.Status.LastAttemptedRevision {
 		g.Status.LastAttemptedRevision = rev
+		g.Status.Retries = 0 // a new revision starts afresh
 	}
 	var renderErr *gitstore.RenderError
 	switch {
@@ -196,13 +297,51 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "RENDER", Error: err.Error(),
 			Source: &audit.Source{URL: g.Spec.URL, Revision: rev, Path: renderErr.Path, Line: renderErr.Line}})
 		log.Info("render failed; keeping last good revision", "revision", rev, "error", err.Error())
-		return ctrl.Result{RequeueAfter: r.interval(g)}, nil
+		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}, nil
 	case err != nil:
-		r.notReady(g, "FetchFailed", fmt.Sprintf("fetch %s: %v; %s stays in force", g.Spec.URL, err, orNone(short(g.Status.LastAppliedRevision))))
-		return ctrl.Result{}, err // retried with backoff
+		return r.failed(g, "FetchFailed", fmt.Sprintf("fetch %s: %v; %s stays in force", g.Spec.URL, err, orNone(short(g.Status.LastAppliedRevision)))), nil
+	}
+	if r.retriesExhausted(g) {
+		// The same revision and spec failed more often than spec.retry.limit
+		// allows: wait for a change in Git or in the spec.
+		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}, nil
 	}
 
-	// 2. Publish the desired state so the informer and the webhook compare against it.
+	// 3. Which revision to apply: a new one only when sync mode and sync
+	// windows let it through; otherwise the applied one stays in force.
+	newest := rev
+	request := g.Annotations[v1alpha1.SyncRequestedAnnotation]
+	manual := request != "" && request != g.Status.LastHandledSyncRequest
+	if blockReason, blockMsg := syncBlocked(g, gate, manual, rev); blockReason != "" {
+		g.Status.PendingRevision = rev
+		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: blockReason, Message: blockMsg})
+		next := r.interval(g)
+		if !gate.Next.IsZero() {
+			next = min(next, time.Until(gate.Next)+time.Second)
+		}
+		if g.Status.LastAppliedRevision == "" {
+			r.notReady(g, blockReason, blockMsg)
+			return ctrl.Result{RequeueAfter: next}, nil
+		}
+		if rev, snap, err = r.appliedSnapshot(ctx, g, req); err != nil {
+			return r.failed(g, "FetchFailed", fmt.Sprintf("fetch applied revision %s: %v", short(g.Status.LastAppliedRevision), err)), nil
+		}
+		defer func() { g.Status.PendingRevision = newest }()
+	} else {
+		if manual {
+			g.Status.LastHandledSyncRequest = request
+		}
+		g.Status.PendingRevision = ""
+		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "Synced", Message: "revision " + short(rev) + " is the newest"})
+	}
+
+	// 4. A revision that renders nothing would prune everything.
+	if len(snap.Objects) == 0 && !g.Spec.AllowEmpty && (len(g.Status.Inventory) > 0 || g.Status.ManagedObjects > 0) {
+		r.stalled(g, "EmptyRevision", fmt.Sprintf("revision %s renders no objects; %s stays in force and nothing is pruned (set spec.allowEmpty to prune everything)", short(rev), orNone(short(g.Status.LastAppliedRevision))))
+		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}, nil
+	}
+
+	// 5. Publish the desired state so the informer and the webhook compare against it.
 	snap = r.decorateOnce(g, snap)
 	r.Store.Set(g.Name, snap)
 	if r.Protect != nil {
@@ -211,11 +350,23 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		}
 	}
 
-	// 3. Apply.
+	// 6. Apply.
+	newRevision := rev != g.Status.LastAppliedRevision
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: "applying " + short(rev)})
 	start := time.Now()
+	if g.Spec.CreateNamespace && (newRevision || g.Status.Retries > 0 || g.Generation != g.Status.ObservedGeneration) {
+		created, err := r.Applier.EnsureNamespaces(ctx, g.Name, snap)
+		for _, ns := range created {
+			r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(Created),
+				Object: audit.Object{Version: "v1", Kind: "Namespace", Name: ns}, Reason: "spec.createNamespace"})
+		}
+		if err != nil {
+			return r.failed(g, "ApplyFailed", err.Error()), nil
+		}
+	}
 	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, rev, snap))
-	cs, applyErr := r.Applier.Apply(ctx, objs)
+	cs, applyErr := r.Applier.Apply(ctx, objs, ApplyOptions{Force: g.Spec.Force})
+	g.Status.Failed = nil
 	for _, e := range cs {
 		if e.Action == Unchanged {
 			continue
@@ -224,50 +375,233 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 			Object: audit.ObjectOf(e.Object), Source: audit.SourceOf(e.Object.Source)}
 		if e.Err != nil {
 			rec.Type, rec.Error = audit.Error, e.Err.Error()
+			if len(g.Status.Failed) < maxFailedListed {
+				g.Status.Failed = append(g.Status.Failed, e.Err.Error())
+			}
 		}
 		r.record(ctx, rec)
 	}
 	if applyErr != nil {
-		r.notReady(g, "ApplyFailed", applyErr.Error())
-		return ctrl.Result{}, applyErr
+		failed := cs.Count(Failed)
+		reason := "ApplyFailed"
+		msg := applyErr.Error()
+		if failed < len(cs) {
+			reason = "PartiallySynced"
+			msg = fmt.Sprintf("%d of %d objects failed to apply, the rest are applied: %v", failed, len(cs), applyErr)
+		}
+		r.event(g, corev1.EventTypeWarning, reason, msg)
+		return r.failed(g, reason, msg), nil
 	}
 
-	// 4. Prune what left Git (only objects carrying this guard's label).
+	// 7. Prune what left Git (only objects carrying this guard's label),
+	// after health when spec.pruneLast.
 	kinds := mergeKinds(g.Status.Inventory, snap.Kinds())
 	// The same revision and spec as last time, with no kind left behind, has
 	// nothing to prune: skipping the lists keeps a no-op reconcile free of
 	// API calls.
-	unchanged := rev == g.Status.LastAppliedRevision && g.Generation == g.Status.ObservedGeneration && len(kinds) == len(snap.Kinds())
-	if g.Spec.Prune && !unchanged {
-		deleted, err := r.Applier.Prune(ctx, g.Name, kinds, snap)
+	needPrune := g.Spec.Prune && !(rev == g.Status.LastAppliedRevision && g.Generation == g.Status.ObservedGeneration && len(kinds) == len(snap.Kinds()))
+	prune := func() error {
+		deleted, err := r.Applier.Prune(ctx, g.Name, kinds, snap, propagation(g.Spec.PrunePropagationPolicy))
 		for _, p := range deleted {
 			r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted),
 				Object: audit.Object{Group: p.GVK.Group, Version: p.GVK.Version, Kind: p.GVK.Kind, Namespace: p.Key.Namespace, Name: p.Key.Name}})
 		}
-		if err != nil {
-			r.notReady(g, "PruneFailed", err.Error())
-			return ctrl.Result{}, err
+		if len(deleted) > 0 {
+			r.event(g, corev1.EventTypeNormal, "Pruned", fmt.Sprintf("deleted %d objects that left Git at %s", len(deleted), short(rev)))
 		}
-		kinds = snap.Kinds()
+		if err == nil {
+			kinds = snap.Kinds()
+		}
+		return err
+	}
+	if needPrune && !g.Spec.PruneLast {
+		if err := prune(); err != nil {
+			return r.failed(g, "PruneFailed", err.Error()), nil
+		}
 	}
 
+	// 8. Health, and with spec.wait, wait for it.
+	if newRevision {
+		r.setWaitStart(g.Name, rev)
+	}
+	sum := r.summarizeHealth(ctx, g, snap)
+	if g.Spec.Wait && sum.State != health.Healthy {
+		msg := fmt.Sprintf("revision %s applied; waiting for %d objects to become healthy: %s", short(rev), sum.Count, strings.Join(sum.Unhealthy, "; "))
+		if time.Since(r.waitStart(g.Name, rev)) < r.timeout(g) {
+			g.Status.LastAppliedRevision = rev
+			meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: msg})
+			meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Progressing", Message: msg})
+			return ctrl.Result{RequeueAfter: healthRequeue}, nil
+		}
+		r.setWaitStart(g.Name, rev) // the next attempt waits the full timeout again
+		return r.failed(g, "HealthCheckFailed", fmt.Sprintf("revision %s applied but not healthy within %s: %s", short(rev), r.timeout(g), strings.Join(sum.Unhealthy, "; "))), nil
+	}
+	if needPrune && g.Spec.PruneLast {
+		if err := prune(); err != nil {
+			return r.failed(g, "PruneFailed", err.Error()), nil
+		}
+	}
+
+	if newRevision {
+		r.event(g, corev1.EventTypeNormal, "RevisionApplied", fmt.Sprintf("applied revision %s: %d created, %d configured, %d replaced", short(rev), cs.Count(Created), cs.Count(Configured), cs.Count(Replaced)))
+	}
 	g.Status.LastAppliedRevision = rev
 	g.Status.ManagedObjects = len(snap.Objects)
 	g.Status.Inventory = inventory(kinds)
+	g.Status.Retries = 0
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionStalled)
 	// The message is the same at every reconcile of one revision, so that a
 	// no-op reconcile has no status to write; what each apply changed is in
 	// the audit records and the log.
 	msg := fmt.Sprintf("applied revision %s: %d objects", short(rev), len(snap.Objects))
+	result := ctrl.Result{RequeueAfter: jitter(r.interval(g))}
+	if g.Status.PendingRevision != "" && !gate.Next.IsZero() {
+		result.RequeueAfter = min(result.RequeueAfter, time.Until(gate.Next)+time.Second)
+	}
 	if len(conflicts) > 0 {
 		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ObjectConflict",
 			Message: msg + "; " + conflictMessage(conflicts)})
-		return ctrl.Result{RequeueAfter: r.interval(g)}, nil
+		return result, nil
 	}
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
 	log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "created", cs.Count(Created), "configured", cs.Count(Configured), "took", time.Since(start).String())
-	return ctrl.Result{RequeueAfter: r.interval(g)}, nil
+	return result, nil
+}
+
+// Requeue delays of a Guard that waits.
+const (
+	dependencyRequeue = 10 * time.Second
+	healthRequeue     = 5 * time.Second
+)
+
+// maxFailedListed bounds status.failed.
+const maxFailedListed = 20
+
+// syncBlocked says why a new revision may not be applied now ("" when it
+// may): manual sync mode without a new request, or a closed sync window
+// that a manual request may not pass.
+func syncBlocked(g *v1alpha1.Guard, gate Gate, manual bool, rev string) (reason, msg string) {
+	if rev == g.Status.LastAppliedRevision {
+		return "", ""
+	}
+	if g.Spec.Sync == v1alpha1.SyncManual && !manual {
+		return "ManualSyncRequired", fmt.Sprintf("revision %s waits for a manual sync (driftguard sync %s); %s stays in force", short(rev), g.Name, orNone(short(g.Status.LastAppliedRevision)))
+	}
+	if !gate.Open && !(manual && gate.ManualOK) {
+		return "SyncWindowClosed", fmt.Sprintf("revision %s waits: %s; %s stays in force", short(rev), gate.Message, orNone(short(g.Status.LastAppliedRevision)))
+	}
+	return "", ""
+}
+
+// appliedSnapshot returns the snapshot of the revision in force, while a
+// newer one waits: the one published already, or fetched by its SHA (after
+// a restart).
+func (r *GuardReconciler) appliedSnapshot(ctx context.Context, g *v1alpha1.Guard, req gitstore.Request) (string, *gitstore.Snapshot, error) {
+	applied := g.Status.LastAppliedRevision
+	if snap, ok := r.Store.Snapshot(g.Name); ok && snap.Revision == applied {
+		return applied, snap, nil
+	}
+	req.Ref, req.SemVer = applied, ""
+	return r.Fetcher.Fetch(ctx, req)
+}
+
+// failed reports a failed attempt and schedules the retry with backoff.
+// Beyond spec.retry.limit the Guard is Stalled until Git or its spec
+// changes (a failed fetch is still tried at every interval).
+func (r *GuardReconciler) failed(g *v1alpha1.Guard, reason, msg string) ctrl.Result {
+	g.Status.Retries++
+	n := g.Status.Retries
+	r.event(g, corev1.EventTypeWarning, reason, msg)
+	if limit := retryLimit(g.Spec.Retry); limit > 0 && n > limit {
+		r.stalled(g, reason, fmt.Sprintf("%s; gave up after %d retries: change Git or the Guard's spec to try again", msg, limit))
+		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}
+	}
+	d := backoff(g.Spec.Retry, n)
+	r.notReady(g, reason, fmt.Sprintf("%s (retry %d in %s)", msg, n, d))
+	return ctrl.Result{RequeueAfter: d}
+}
+
+// retriesExhausted: the current revision and spec failed beyond the limit.
+func (r *GuardReconciler) retriesExhausted(g *v1alpha1.Guard) bool {
+	limit := retryLimit(g.Spec.Retry)
+	return limit > 0 && g.Status.Retries > limit && g.Generation == g.Status.ObservedGeneration &&
+		meta.IsStatusConditionTrue(g.Status.Conditions, v1alpha1.ConditionStalled)
+}
+
+func (r *GuardReconciler) timeout(g *v1alpha1.Guard) time.Duration {
+	if g.Spec.Timeout != nil && g.Spec.Timeout.Duration > 0 {
+		return g.Spec.Timeout.Duration
+	}
+	return max(r.interval(g), time.Minute)
+}
+
+// summarizeHealth sets the Guard's health in its status.
+func (r *GuardReconciler) summarizeHealth(ctx context.Context, g *v1alpha1.Guard, snap *gitstore.Snapshot) HealthSummary {
+	if r.Health == nil {
+		return HealthSummary{State: health.Healthy}
+	}
+	sum := r.Health.Summarize(ctx, g, snap)
+	setHealth(&g.Status, sum)
+	return sum
+}
+
+// setHealth writes a health summary into a Guard's status.
+func setHealth(st *v1alpha1.GuardStatus, sum HealthSummary) {
+	st.Health = string(sum.State)
+	st.Unhealthy = sum.Unhealthy
+	status := metav1.ConditionFalse
+	if sum.State == health.Healthy {
+		status = metav1.ConditionTrue
+	}
+	msg := "every object is healthy"
+	if sum.Count > 0 {
+		msg = fmt.Sprintf("%d objects not healthy: %s", sum.Count, strings.Join(sum.Unhealthy, "; "))
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionHealthy, Status: status, Reason: string(sum.State), Message: msg})
+}
+
+func (r *GuardReconciler) setWaitStart(guard, rev string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waits == nil {
+		r.waits = map[string]waitStart{}
+	}
+	r.waits[guard] = waitStart{rev: rev, at: time.Now()}
+}
+
+// waitStart is when the guard began to wait for rev's health.
+func (r *GuardReconciler) waitStart(guard, rev string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.waits[guard]; ok && w.rev == rev {
+		return w.at
+	}
+	now := time.Now()
+	if r.waits == nil {
+		r.waits = map[string]waitStart{}
+	}
+	r.waits[guard] = waitStart{rev: rev, at: now}
+	return now
+}
+
+type waitStart struct {
+	rev string
+	at  time.Time
+}
+
+// event records a Kubernetes Event on the Guard.
+func (r *GuardReconciler) event(g *v1alpha1.Guard, typ, reason, msg string) {
+	if r.Events != nil {
+		r.Events.Eventf(g, nil, typ, reason, "Reconcile", "%s", truncate(msg, 1000))
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // withoutConflicts leaves out objects another Guard already manages: two

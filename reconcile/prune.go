@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,16 +19,30 @@ type Pruned struct {
 	Key gitstore.ObjectKey
 }
 
+// propagation maps spec.prunePropagationPolicy to the API's value;
+// background when unset.
+func propagation(policy string) metav1.DeletionPropagation {
+	switch policy {
+	case "foreground":
+		return metav1.DeletePropagationForeground
+	case "orphan":
+		return metav1.DeletePropagationOrphan
+	}
+	return metav1.DeletePropagationBackground
+}
+
 // Prune deletes objects labelled as managed by guard, of the given kinds, that
-// the snapshot no longer holds. Only objects carrying the guard's label are
-// ever deleted, so nothing the guard did not create is touched.
-func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *gitstore.Snapshot) ([]Pruned, error) {
+// the snapshot no longer holds, with the given propagation policy. Only
+// objects carrying the guard's label are ever deleted, so nothing the guard
+// did not create is touched. Namespaces go last, after what they held.
+func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *gitstore.Snapshot, policy metav1.DeletionPropagation) ([]Pruned, error) {
+	kinds = slices.Clone(kinds)
+	slices.SortStableFunc(kinds, func(x, y schema.GroupVersionKind) int {
+		return boolInt(pruneLate(x)) - boolInt(pruneLate(y))
+	})
 	var deleted []Pruned
 	var errs []error
-	reader := a.Reader
-	if reader == nil {
-		reader = a.Client
-	}
+	reader := a.reader()
 	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -45,7 +60,7 @@ func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupV
 				continue
 			}
 			item.SetGroupVersionKind(gvk)
-			err := a.Client.Delete(ctx, item, client.PropagationPolicy(metav1.DeletePropagationBackground))
+			err := a.Client.Delete(ctx, item, client.PropagationPolicy(policy))
 			if err != nil && !IsNotFoundOrGone(err) {
 				errs = append(errs, fmt.Errorf("prune %s: %w", key, err))
 				continue
@@ -54,4 +69,16 @@ func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupV
 		}
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// pruneLate: namespaces and definitions are deleted after the objects they hold.
+func pruneLate(gvk schema.GroupVersionKind) bool {
+	return (gvk.Group == "" && gvk.Kind == "Namespace") || (gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition")
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // sync windows name IANA time zones; the image has no zoneinfo
 )
 
 func main() {

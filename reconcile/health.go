@@ -1,0 +1,163 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/health"
+)
+
+// HealthSource returns the health of a live object as the drift informer
+// assessed it; known is false when the kind is not watched (yet).
+type HealthSource interface {
+	Health(gvk schema.GroupVersionKind, namespace, name string) (r health.Result, known bool)
+}
+
+// HealthSummary is the health of one Guard.
+type HealthSummary struct {
+	State health.State
+	// Unhealthy names up to maxUnhealthyListed objects that are not Healthy.
+	Unhealthy []string
+	// Count of objects that are not Healthy.
+	Count int
+}
+
+// maxUnhealthyListed bounds status.unhealthy.
+const maxUnhealthyListed = 20
+
+// HealthTracker sums up the health of a Guard's objects from the informer
+// cache. A Service is assessed again with its EndpointSlices, read from
+// the API server: once it is Healthy that answer is kept while the Service
+// does not change, and otherwise asked again at most every serviceRecheck,
+// so that an unchanged Guard costs no API calls.
+type HealthTracker struct {
+	Source HealthSource
+	Live   LiveLookup
+	Reader client.Reader
+
+	mu       sync.Mutex
+	services map[gitstore.ObjectKey]serviceHealth
+}
+
+type serviceHealth struct {
+	resourceVersion string
+	result          health.Result
+	at              time.Time
+}
+
+const serviceRecheck = 5 * time.Second
+
+// Summarize returns the health of the objects of snap, or of the objects
+// spec.healthChecks names.
+func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *gitstore.Snapshot) HealthSummary {
+	type target struct {
+		gvk schema.GroupVersionKind
+		key gitstore.ObjectKey
+	}
+	var targets []target
+	if len(g.Spec.HealthChecks) > 0 {
+		for _, hc := range g.Spec.HealthChecks {
+			gv, _ := schema.ParseGroupVersion(hc.APIVersion)
+			gvk := gv.WithKind(hc.Kind)
+			targets = append(targets, target{gvk, gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: hc.Namespace, Name: hc.Name}})
+		}
+	} else if snap != nil {
+		for _, o := range snap.Objects {
+			targets = append(targets, target{o.Obj.GroupVersionKind(), o.Key})
+		}
+	}
+	var (
+		states    []health.State
+		unhealthy []string
+	)
+	for _, tg := range targets {
+		r := t.assess(ctx, tg.gvk, tg.key)
+		states = append(states, r.State)
+		if r.State != health.Healthy {
+			unhealthy = append(unhealthy, fmt.Sprintf("%s: %s", tg.key.Display(), r))
+		}
+	}
+	sort.Strings(unhealthy)
+	sum := HealthSummary{State: health.Worst(states...), Count: len(unhealthy)}
+	if len(unhealthy) > maxUnhealthyListed {
+		unhealthy = append(unhealthy[:maxUnhealthyListed], fmt.Sprintf("and %d more", len(unhealthy)-maxUnhealthyListed))
+	}
+	sum.Unhealthy = unhealthy
+	return sum
+}
+
+func (t *HealthTracker) assess(ctx context.Context, gvk schema.GroupVersionKind, key gitstore.ObjectKey) health.Result {
+	var (
+		r     health.Result
+		known bool
+	)
+	if t.Source != nil {
+		r, known = t.Source.Health(gvk, key.Namespace, key.Name)
+	}
+	if !known {
+		return t.read(ctx, gvk, key)
+	}
+	if gvk.Group == "" && gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && t.Reader != nil {
+		if live, ok := t.Live.Live(gvk, key.Namespace, key.Name); ok && live != nil {
+			return t.service(ctx, key, live)
+		}
+	}
+	return r
+}
+
+// read assesses an object the informers do not watch (a health check of a
+// kind Git does not hold) straight from the API server.
+func (t *HealthTracker) read(ctx context.Context, gvk schema.GroupVersionKind, key gitstore.ObjectKey) health.Result {
+	if t.Reader == nil {
+		return health.Result{State: health.Unknown, Message: "not watched"}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := t.Reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, u); err != nil {
+		if IsNotFoundOrGone(err) {
+			return health.Result{State: health.Missing, Message: "not found"}
+		}
+		return health.Result{State: health.Unknown, Message: err.Error()}
+	}
+	r, _ := health.AssessWith(ctx, u, health.ClientLookup(t.Reader))
+	return r
+}
+
+func (t *HealthTracker) service(ctx context.Context, key gitstore.ObjectKey, live *unstructured.Unstructured) health.Result {
+	rv := live.GetResourceVersion()
+	t.mu.Lock()
+	prev, ok := t.services[key]
+	t.mu.Unlock()
+	if ok && prev.resourceVersion == rv && (prev.result.State == health.Healthy || time.Since(prev.at) < serviceRecheck) {
+		return prev.result
+	}
+	r, _ := health.AssessWith(ctx, live, health.ClientLookup(t.Reader))
+	t.mu.Lock()
+	if t.services == nil {
+		t.services = map[gitstore.ObjectKey]serviceHealth{}
+	}
+	t.services[key] = serviceHealth{resourceVersion: rv, result: r, at: time.Now()}
+	t.mu.Unlock()
+	return r
+}
+
+// Forget drops what is remembered of a Guard's Services.
+func (t *HealthTracker) Forget(snap *gitstore.Snapshot) {
+	if snap == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, o := range snap.Objects {
+		delete(t.services, o.Key)
+	}
+}

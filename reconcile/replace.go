@@ -1,0 +1,70 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/gitstore"
+)
+
+// isImmutable reports an update the API server refused because it changes
+// a field that cannot change (a Job's template, a Service's clusterIP, a
+// Deployment's selector).
+func isImmutable(err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "immutable") || strings.Contains(msg, "may not change") || strings.Contains(msg, "cannot be changed")
+}
+
+// replace deletes the object, waits until it is gone, and creates it from Git.
+func (a *Applier) replace(ctx context.Context, o *gitstore.Object) (Action, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(o.Obj.GroupVersionKind())
+	u.SetNamespace(o.Obj.GetNamespace())
+	u.SetName(o.Obj.GetName())
+	if err := a.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !IsNotFoundOrGone(err) {
+		return Failed, fmt.Errorf("replace: delete: %w", err)
+	}
+	if err := a.waitGone(ctx, u); err != nil {
+		return Failed, fmt.Errorf("replace: %w", err)
+	}
+	if _, err := a.Revert(ctx, o, nil); err != nil {
+		return Failed, fmt.Errorf("replace: create: %w", err)
+	}
+	return Replaced, nil
+}
+
+// waitGone polls until the object no longer exists (its finalizers ran).
+func (a *Applier) waitGone(ctx context.Context, u *unstructured.Unstructured) error {
+	reader := a.reader()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		probe := &unstructured.Unstructured{}
+		probe.SetGroupVersionKind(u.GroupVersionKind())
+		err := reader.Get(ctx, client.ObjectKeyFromObject(u), probe)
+		if IsNotFoundOrGone(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		return fmt.Errorf("wait until %s %s is deleted: %w", u.GetKind(), client.ObjectKeyFromObject(u), err)
+	}
+	return nil
+}
+
+func (a *Applier) reader() client.Reader {
+	if a.Reader != nil {
+		return a.Reader
+	}
+	return a.Client
+}
