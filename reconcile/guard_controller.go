@@ -312,6 +312,10 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	newest := rev
 	request := g.Annotations[v1alpha1.SyncRequestedAnnotation]
 	manual := request != "" && request != g.Status.LastHandledSyncRequest
+	if manual {
+		// Looked at once: a request a window refuses is not kept for later.
+		g.Status.LastHandledSyncRequest = request
+	}
 	if blockReason, blockMsg := syncBlocked(g, gate, manual, rev); blockReason != "" {
 		g.Status.PendingRevision = rev
 		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: blockReason, Message: blockMsg})
@@ -328,9 +332,6 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		}
 		defer func() { g.Status.PendingRevision = newest }()
 	} else {
-		if manual {
-			g.Status.LastHandledSyncRequest = request
-		}
 		g.Status.PendingRevision = ""
 		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "Synced", Message: "revision " + short(rev) + " is the newest"})
 	}
@@ -364,7 +365,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 			return r.failed(g, "ApplyFailed", err.Error()), nil
 		}
 	}
-	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, rev, snap))
+	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, rev, snap, manual))
 	cs, applyErr := r.Applier.Apply(ctx, objs, ApplyOptions{Force: g.Spec.Force})
 	g.Status.Failed = nil
 	for _, e := range cs {
@@ -634,12 +635,13 @@ func conflictMessage(conflicts map[gitstore.ObjectKey]string) string {
 	return fmt.Sprintf("%d objects not applied, another Guard manages them: %s", len(conflicts), strings.Join(keys, ", "))
 }
 
-// toApply selects what a reconcile applies. A new revision is applied whole.
-// The same revision again corrects drift only where self-heal is on, and
-// leaves alone the drift the policy accepted (break-glass until its TTL, warn,
-// enforcement off), which the drift watcher owns.
-func (r *GuardReconciler) toApply(g *v1alpha1.Guard, rev string, snap *gitstore.Snapshot) []*gitstore.Object {
-	if rev != g.Status.LastAppliedRevision || r.Drift == nil {
+// toApply selects what a reconcile applies. A new revision, or any revision
+// a person asked to sync, is applied whole. The same revision again corrects
+// drift only where self-heal is on, and leaves alone the drift the policy
+// accepted (break-glass until its TTL, warn, enforcement off), which the
+// drift watcher owns.
+func (r *GuardReconciler) toApply(g *v1alpha1.Guard, rev string, snap *gitstore.Snapshot, manual bool) []*gitstore.Object {
+	if manual || rev != g.Status.LastAppliedRevision || r.Drift == nil {
 		return snap.Objects
 	}
 	if !g.SelfHealEnabled() {
@@ -753,12 +755,15 @@ func (r *GuardReconciler) notReady(g *v1alpha1.Guard, reason, msg string) {
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 }
 
+// patchStatus writes the status when it changed, as a merge patch of the
+// difference, so that fields that became empty are removed too.
 func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, before *v1alpha1.GuardStatus) error {
 	if apiequality.Semantic.DeepEqual(before, &g.Status) {
 		return nil
 	}
-	patch := &v1alpha1.Guard{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Guard"}, ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: g.Status}
-	if err := r.Client.Status().Patch(ctx, patch, client.Merge); err != nil && !apierrors.IsNotFound(err) {
+	orig := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: *before}
+	patched := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: g.Status}
+	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("update status of guard %s: %w", g.Name, err)
 	}
 	return nil

@@ -26,10 +26,14 @@ func isImmutable(err error) bool {
 	return strings.Contains(msg, "immutable") || strings.Contains(msg, "may not change") || strings.Contains(msg, "cannot be changed")
 }
 
-// replace deletes the object, waits until it is gone, and creates it from Git.
+// replace deletes the object, waits until it is gone, and creates it from
+// Git. (Self-heal may recreate it first, from the same Git; that counts.)
 func (a *Applier) replace(ctx context.Context, o *gitstore.Object) (Action, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(o.Obj.GroupVersionKind())
+	if err := a.reader().Get(ctx, client.ObjectKey{Namespace: o.Obj.GetNamespace(), Name: o.Obj.GetName()}, u); err != nil && !IsNotFoundOrGone(err) {
+		return Failed, fmt.Errorf("replace: %w", err)
+	}
 	u.SetNamespace(o.Obj.GetNamespace())
 	u.SetName(o.Obj.GetName())
 	if err := a.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !IsNotFoundOrGone(err) {
@@ -44,7 +48,8 @@ func (a *Applier) replace(ctx context.Context, o *gitstore.Object) (Action, erro
 	return Replaced, nil
 }
 
-// waitGone polls until the object no longer exists (its finalizers ran).
+// waitGone polls until the object u was no longer exists (its finalizers
+// ran): not found, or found with another UID.
 func (a *Applier) waitGone(ctx context.Context, u *unstructured.Unstructured) error {
 	reader := a.reader()
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -54,7 +59,7 @@ func (a *Applier) waitGone(ctx context.Context, u *unstructured.Unstructured) er
 		if IsNotFoundOrGone(err) {
 			return true, nil
 		}
-		return false, err
+		return err == nil && probe.GetUID() != u.GetUID(), err
 	})
 	if err != nil {
 		return fmt.Errorf("wait until %s %s is deleted: %w", u.GetKind(), client.ObjectKeyFromObject(u), err)
