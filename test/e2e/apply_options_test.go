@@ -47,7 +47,9 @@ func TestForceReplacesImmutableChanges(t *testing.T) {
 		"forced.yaml": job(ns, "forced", "busybox:1", forced),
 		"plain.yaml":  job(ns, "plain", "busybox:1", ""),
 		"cm.yaml":     configMap(ns, "cm", "one"),
-	}, func(s *v1alpha1.GuardSpec) { s.Retry = &v1alpha1.RetryPolicy{Limit: 2, Backoff: &v1alpha1.Backoff{Duration: &metav1.Duration{Duration: 500 * time.Millisecond}}} })
+	}, func(s *v1alpha1.GuardSpec) {
+		s.Retry = &v1alpha1.RetryPolicy{Limit: 2, Backoff: &v1alpha1.Backoff{Duration: &metav1.Duration{Duration: 500 * time.Millisecond}}}
+	})
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 	var before batchv1.Job
 	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "forced"}, &before); err != nil {
@@ -154,7 +156,9 @@ spec:
   - port: 700000
 `
 	repo := h.NewGuard(t, "partial", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "one"), "svc.yaml": bad},
-		func(s *v1alpha1.GuardSpec) { s.Retry = &v1alpha1.RetryPolicy{Backoff: &v1alpha1.Backoff{Duration: &metav1.Duration{Duration: time.Second}}} })
+		func(s *v1alpha1.GuardSpec) {
+			s.Retry = &v1alpha1.RetryPolicy{Backoff: &v1alpha1.Backoff{Duration: &metav1.Duration{Duration: time.Second}}}
+		})
 	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "PartiallySynced", "1 of 3 objects failed")
 	waitValue(t, ns, "cm", "one")
 	if len(g.Status.Failed) != 1 || !strings.Contains(g.Status.Failed[0], "svc.yaml") {
