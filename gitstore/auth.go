@@ -187,3 +187,10 @@ func explainAuth(err error, auth transport.AuthMethod) error {
 	return fmt.Errorf("ssh authentication as %q with key %s failed (is it a deploy key of the repository?): %w",
 		pk.User, ssh.FingerprintSHA256(pk.Signer.PublicKey()), err)
 }
+
+// IsAuthError reports a fetch the remote refused for the credentials: none
+// given where some are needed, or wrong ones.
+func IsAuthError(err error) bool {
+	return errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) ||
+		(err != nil && strings.Contains(err.Error(), "ssh: unable to authenticate"))
+}

@@ -299,7 +299,11 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		log.Info("render failed; keeping last good revision", "revision", rev, "error", err.Error())
 		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}, nil
 	case err != nil:
-		return r.failed(g, "FetchFailed", fmt.Sprintf("fetch %s: %v; %s stays in force", g.Spec.URL, err, orNone(short(g.Status.LastAppliedRevision)))), nil
+		msg := err.Error()
+		if gitstore.IsAuthError(err) {
+			msg += "; " + credentialsHint(g, r.SecretNamespace)
+		}
+		return r.failed(g, "FetchFailed", fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision)))), nil
 	}
 	if r.retriesExhausted(g) {
 		// The same revision and spec failed more often than spec.retry.limit
@@ -468,6 +472,14 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
 	log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "created", cs.Count(Created), "configured", cs.Count(Configured), "took", time.Since(start).String())
 	return result, nil
+}
+
+// credentialsHint says where the credentials of a refused fetch came from.
+func credentialsHint(g *v1alpha1.Guard, defaultNamespace string) string {
+	if g.Spec.SecretRef == nil {
+		return "the repository needs credentials: name a Secret in spec.secretRef"
+	}
+	return "check the credentials in Secret " + secretName(*g.Spec.SecretRef, defaultNamespace) + " (spec.secretRef)"
 }
 
 // Requeue delays of a Guard that waits.

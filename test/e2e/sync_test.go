@@ -91,14 +91,9 @@ func TestSyncWindow(t *testing.T) {
 	repo := h.NewGuard(t, "sync-window", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "one")})
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 
-	var g v1alpha1.Guard
-	if err := h.Admin.Get(context.Background(), client.ObjectKey{Name: repo.Guard}, &g); err != nil {
-		t.Fatal(err)
-	}
-	g.Spec.SyncWindows = []v1alpha1.SyncWindow{{Kind: "deny", Schedule: "* * * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Europe/Berlin", ManualSync: true}}
-	if err := h.Admin.Update(context.Background(), &g); err != nil {
-		t.Fatal(err)
-	}
+	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) {
+		s.SyncWindows = []v1alpha1.SyncWindow{{Kind: "deny", Schedule: "* * * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Europe/Berlin", ManualSync: true}}
+	})
 	second := repo.Change(t, "two", map[string]string{"cm.yaml": configMap(ns, "cm", "two")})
 	got := waitCondition(t, repo.Guard, v1alpha1.ConditionInSync, metav1.ConditionFalse, "SyncWindowClosed", `deny window "* * * * *" (1h0m0s, Europe/Berlin) is open until`)
 	if got.Status.PendingRevision != second {
@@ -172,14 +167,7 @@ func TestEmptyRevisionPrunesNothingUnlessAllowed(t *testing.T) {
 			t.Fatalf("an empty revision deleted %s: %v", name, err)
 		}
 	}
-	var g v1alpha1.Guard
-	if err := h.Admin.Get(context.Background(), client.ObjectKey{Name: repo.Guard}, &g); err != nil {
-		t.Fatal(err)
-	}
-	g.Spec.AllowEmpty = true
-	if err := h.Admin.Update(context.Background(), &g); err != nil {
-		t.Fatal(err)
-	}
+	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.AllowEmpty = true })
 	h.WaitApplied(t, repo.Guard, empty)
 	harness.Eventually(t, 30*time.Second, "everything pruned", func() error {
 		for _, name := range []string{"a", "b"} {
