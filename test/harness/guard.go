@@ -27,6 +27,12 @@ type Repo struct {
 // creates a Guard for it. The Guard is deleted when the test ends.
 func (h *Harness) NewGuard(t testing.TB, name string, prune bool, files map[string]string, mods ...func(*v1alpha1.GuardSpec)) *Repo {
 	t.Helper()
+	return h.NewLabelledGuard(t, name, nil, prune, files, mods...)
+}
+
+// NewLabelledGuard is NewGuard for a Guard with labels (a shard, say).
+func (h *Harness) NewLabelledGuard(t testing.TB, name string, labels map[string]string, prune bool, files map[string]string, mods ...func(*v1alpha1.GuardSpec)) *Repo {
+	t.Helper()
 	gr, err := h.Git.NewRepo(name)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +47,7 @@ func (h *Harness) NewGuard(t testing.TB, name string, prune bool, files map[stri
 		t.Fatal(err)
 	}
 	g := &v1alpha1.Guard{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       v1alpha1.GuardSpec{URL: h.RepoURL(name), Ref: "main", Prune: prune, Interval: metav1.Duration{Duration: 2 * time.Second}},
 	}
 	for _, mod := range mods {

@@ -165,7 +165,7 @@ func (h *Harness) start(o Options) error {
 	opts.DefaultInterval = 5 * time.Second
 	opts.WebhookConfigName = "driftguard-" + filepath.Base(h.Dir)
 	h.WebhookConfigName = opts.WebhookConfigName
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,8 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 	}
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port free on 127.0.0.1 right now.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
