@@ -19,6 +19,11 @@ type Options struct {
 	GitCacheDir     string
 	DefaultInterval time.Duration
 	Workers         int
+	// NotifySecret names a Secret in Namespace whose key "address" is the
+	// URL notifications are posted to.
+	NotifySecret string
+	// NotifyPeriod: at most one notification of a kind per Guard in it.
+	NotifyPeriod time.Duration
 	// Concurrent is how many Guards are reconciled at once.
 	Concurrent int
 	// Shard limits this process to Guards labelled driftguard.io/shard=Shard
@@ -73,6 +78,7 @@ func DefaultOptions() Options {
 		DefaultInterval:   time.Minute,
 		Workers:           4,
 		Concurrent:        4,
+		NotifyPeriod:      time.Minute,
 		WebhookAddr:       "127.0.0.1:9443",
 		WebhookHosts:      []string{"127.0.0.1", "localhost"},
 		WebhookRegister:   true,
@@ -101,6 +107,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DefaultInterval, "default-interval", o.DefaultInterval, "full reconcile interval for Guards that set none")
 	fs.IntVar(&o.Workers, "drift-workers", o.Workers, "workers comparing and reverting drift in parallel")
 	fs.IntVar(&o.Concurrent, "concurrent", o.Concurrent, "Guards reconciled at once")
+	fs.StringVar(&o.NotifySecret, "notify-secret", o.NotifySecret, "Secret (in --namespace) whose key \"address\" is a URL: sync failures, Degraded Guards and drift are posted there as JSON")
+	fs.DurationVar(&o.NotifyPeriod, "notify-period", o.NotifyPeriod, "at most one notification of a kind per Guard in this period; the next one counts those held back")
 	fs.StringVar(&o.Shard, "shard", o.Shard, "reconcile only Guards labelled driftguard.io/shard=NAME (empty: only Guards without that label)")
 
 	fs.StringVar(&o.WebhookAddr, "webhook-addr", o.WebhookAddr, "address the admission webhook listens on (TLS)")

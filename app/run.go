@@ -38,6 +38,7 @@ import (
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/informer"
+	"github.com/driftguard/driftguard/notify"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/webhook"
@@ -135,6 +136,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		}
 		sinks = append(sinks, audit.NewAsyncSink(audit.NewEventSink(evKube, "driftguard"), 1024, 4))
 	}
+	if o.NotifySecret != "" {
+		n := &notify.Sink{URL: secretValue(mgr.GetAPIReader(), o.Namespace, o.NotifySecret, "address"), Period: o.NotifyPeriod, Log: log.WithName("notify")}
+		sinks = append(sinks, audit.NewAsyncSink(n, 256, 1))
+	}
 	auditLog := audit.NewLogger(log.WithName("audit"), o.AuditQueueSize, sinks...)
 	if err := mgr.Add(auditLog); err != nil {
 		return err
@@ -207,6 +212,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	if webhookRules != nil {
 		rec.Protect = webhookRules.Sync
 	}
+	healthTracker.OnChange = rec.HealthChanged
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up guard reconciler: %w", err)
 	}

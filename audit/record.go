@@ -33,6 +33,9 @@ const (
 	Error Type = "error"
 	// Recreate is an object deleted by hand and created again from Git.
 	Recreate Type = "recreate"
+	// Health records a change of a Guard's health state (Action is the new
+	// state, Reason why).
+	Health Type = "health"
 )
 
 // Object names a Kubernetes object.

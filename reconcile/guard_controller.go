@@ -161,7 +161,6 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		err = errors.Join(err, perr)
 	}
 	observeGuard(&g, time.Since(start), outcome(&g))
-	r.eventOnChange(&g, before)
 	return res, err
 }
 
@@ -182,27 +181,28 @@ func outcome(g *v1alpha1.Guard) string {
 	return "failed"
 }
 
-// eventOnChange records an Event when the Guard's health state changed.
-func (r *GuardReconciler) eventOnChange(g *v1alpha1.Guard, before *v1alpha1.GuardStatus) {
-	if g.Status.Health == before.Health || g.Status.Health == "" {
-		return
-	}
+// HealthChanged records an Event and an audit record when a Guard's health
+// state changed; it is the HealthTracker's OnChange.
+func (r *GuardReconciler) HealthChanged(g *v1alpha1.Guard, sum HealthSummary, prev health.State) {
 	typ := corev1.EventTypeNormal
-	if g.Status.Health == string(health.Degraded) || g.Status.Health == string(health.Missing) {
+	if sum.State == health.Degraded || sum.State == health.Missing {
 		typ = corev1.EventTypeWarning
 	}
-	msg := "health " + g.Status.Health
-	if len(g.Status.Unhealthy) > 0 {
-		msg += ": " + strings.Join(g.Status.Unhealthy, "; ")
+	msg := fmt.Sprintf("health %s (was %s)", sum.State, prev)
+	if len(sum.Unhealthy) > 0 {
+		msg += ": " + strings.Join(sum.Unhealthy, "; ")
 	}
-	r.event(g, typ, "Health"+g.Status.Health, msg)
+	r.event(g, typ, "Health"+string(sum.State), msg)
+	r.record(context.Background(), audit.Record{Type: audit.Health, Guard: g.Name, Action: string(sum.State), Reason: msg,
+		Source: &audit.Source{URL: g.Spec.URL, Revision: g.Status.LastAppliedRevision}})
 }
 
 // forget drops a deleted Guard's desired state: its objects stay in the
 // cluster, unguarded.
 func (r *GuardReconciler) forget(guard string) {
-	if snap, ok := r.Store.Snapshot(guard); ok && r.Health != nil {
-		r.Health.Forget(snap)
+	if r.Health != nil {
+		snap, _ := r.Store.Snapshot(guard)
+		r.Health.Forget(guard, snap)
 	}
 	r.Store.Remove(guard)
 	forgetGuardMetrics(guard)
@@ -278,7 +278,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	defer cancel()
 	req, err := Request(ctx, r.Client, g, r.SecretNamespace)
 	if err != nil {
-		return r.failed(g, "AuthFailed", err.Error()), nil
+		return r.failed(ctx, g, "AuthFailed", err.Error()), nil
 	}
 
 	// 2. Source: fetch and render. A bad revision leaves the last good one in force.
@@ -303,7 +303,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		if gitstore.IsAuthError(err) {
 			msg += "; " + credentialsHint(g, r.SecretNamespace)
 		}
-		return r.failed(g, "FetchFailed", fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision)))), nil
+		return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision)))), nil
 	}
 	if r.retriesExhausted(g) {
 		// The same revision and spec failed more often than spec.retry.limit
@@ -332,7 +332,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 			return ctrl.Result{RequeueAfter: next}, nil
 		}
 		if rev, snap, err = r.appliedSnapshot(ctx, g, req); err != nil {
-			return r.failed(g, "FetchFailed", fmt.Sprintf("fetch applied revision %s: %v", short(g.Status.LastAppliedRevision), err)), nil
+			return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("fetch applied revision %s: %v", short(g.Status.LastAppliedRevision), err)), nil
 		}
 		defer func() { g.Status.PendingRevision = newest }()
 	} else {
@@ -366,7 +366,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 				Object: audit.Object{Version: "v1", Kind: "Namespace", Name: ns}, Reason: "spec.createNamespace"})
 		}
 		if err != nil {
-			return r.failed(g, "ApplyFailed", err.Error()), nil
+			return r.failed(ctx, g, "ApplyFailed", err.Error()), nil
 		}
 	}
 	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, rev, snap, manual))
@@ -395,7 +395,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 			msg = fmt.Sprintf("%d of %d objects failed to apply, the rest are applied: %v", failed, len(cs), applyErr)
 		}
 		r.event(g, corev1.EventTypeWarning, reason, msg)
-		return r.failed(g, reason, msg), nil
+		return r.failed(ctx, g, reason, msg), nil
 	}
 
 	// 7. Prune what left Git (only objects carrying this guard's label),
@@ -421,7 +421,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	}
 	if needPrune && !g.Spec.PruneLast {
 		if err := prune(); err != nil {
-			return r.failed(g, "PruneFailed", err.Error()), nil
+			return r.failed(ctx, g, "PruneFailed", err.Error()), nil
 		}
 	}
 
@@ -439,11 +439,11 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 			return ctrl.Result{RequeueAfter: healthRequeue}, nil
 		}
 		r.setWaitStart(g.Name, rev) // the next attempt waits the full timeout again
-		return r.failed(g, "HealthCheckFailed", fmt.Sprintf("revision %s applied but not healthy within %s: %s", short(rev), r.timeout(g), strings.Join(sum.Unhealthy, "; "))), nil
+		return r.failed(ctx, g, "HealthCheckFailed", fmt.Sprintf("revision %s applied but not healthy within %s: %s", short(rev), r.timeout(g), strings.Join(sum.Unhealthy, "; "))), nil
 	}
 	if needPrune && g.Spec.PruneLast {
 		if err := prune(); err != nil {
-			return r.failed(g, "PruneFailed", err.Error()), nil
+			return r.failed(ctx, g, "PruneFailed", err.Error()), nil
 		}
 	}
 
@@ -522,10 +522,12 @@ func (r *GuardReconciler) appliedSnapshot(ctx context.Context, g *v1alpha1.Guard
 // failed reports a failed attempt and schedules the retry with backoff.
 // Beyond spec.retry.limit the Guard is Stalled until Git or its spec
 // changes (a failed fetch is still tried at every interval).
-func (r *GuardReconciler) failed(g *v1alpha1.Guard, reason, msg string) ctrl.Result {
+func (r *GuardReconciler) failed(ctx context.Context, g *v1alpha1.Guard, reason, msg string) ctrl.Result {
 	g.Status.Retries++
 	n := g.Status.Retries
 	r.event(g, corev1.EventTypeWarning, reason, msg)
+	r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "SYNC", Reason: reason, Error: msg,
+		Source: &audit.Source{URL: g.Spec.URL, Revision: g.Status.LastAttemptedRevision}})
 	if limit := retryLimit(g.Spec.Retry); limit > 0 && n > limit {
 		r.stalled(g, reason, fmt.Sprintf("%s; gave up after %d retries: change Git or the Guard's spec to try again", msg, limit))
 		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}

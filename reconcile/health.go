@@ -43,9 +43,13 @@ type HealthTracker struct {
 	Source HealthSource
 	Live   LiveLookup
 	Reader client.Reader
+	// OnChange, when set, is told when a Guard's health state changes
+	// (not on the first summary after start).
+	OnChange func(g *v1alpha1.Guard, sum HealthSummary, prev health.State)
 
 	mu       sync.Mutex
 	services map[gitstore.ObjectKey]serviceHealth
+	states   map[string]health.State // guard -> last summarized state
 }
 
 type serviceHealth struct {
@@ -92,6 +96,16 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		unhealthy = append(unhealthy[:maxUnhealthyListed], fmt.Sprintf("and %d more", len(unhealthy)-maxUnhealthyListed))
 	}
 	sum.Unhealthy = unhealthy
+	t.mu.Lock()
+	if t.states == nil {
+		t.states = map[string]health.State{}
+	}
+	prev, seen := t.states[g.Name]
+	t.states[g.Name] = sum.State
+	t.mu.Unlock()
+	if seen && prev != sum.State && t.OnChange != nil {
+		t.OnChange(g, sum, prev)
+	}
 	return sum
 }
 
@@ -150,13 +164,14 @@ func (t *HealthTracker) service(ctx context.Context, key gitstore.ObjectKey, liv
 	return r
 }
 
-// Forget drops what is remembered of a Guard's Services.
-func (t *HealthTracker) Forget(snap *gitstore.Snapshot) {
+// Forget drops what is remembered of a Guard and its Services.
+func (t *HealthTracker) Forget(guard string, snap *gitstore.Snapshot) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.states, guard)
 	if snap == nil {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	for _, o := range snap.Objects {
 		delete(t.services, o.Key)
 	}

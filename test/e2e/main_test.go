@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,11 +38,22 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) { o.PolicyDir = policyDir; o.BreakGlassGroups = []string{"sre"} }})
+	notifications = &notificationReceiver{}
+	notifySrv := httptest.NewServer(notifications)
+	defer notifySrv.Close()
+	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) {
+		o.PolicyDir = policyDir
+		o.BreakGlassGroups = []string{"sre"}
+		o.NotifySecret = notifySecret
+	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start harness:", err)
 		return 1
 	}
 	defer h.Stop()
+	if err := createNotifySecret(notifySrv.URL); err != nil {
+		fmt.Fprintln(os.Stderr, "notification secret:", err)
+		return 1
+	}
 	return m.Run()
 }

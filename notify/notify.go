@@ -1,0 +1,189 @@
+// Package notify sends a JSON POST to a URL (Slack-, Teams- or
+// Alertmanager-style receivers behind a relay, or any HTTP endpoint) when a
+// Guard needs a person: a sync failed, a Guard became Degraded, or drift was
+// found. It is an audit sink, so it sees every record in order; routine
+// records (applies, decisions, reverts) never notify, and each kind of event
+// notifies at most once a period per Guard, counting what it held back.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/driftguard/driftguard/audit"
+)
+
+// Kinds of notifications.
+const (
+	SyncFailed = "sync-failed"
+	Degraded   = "degraded"
+	Drift      = "drift"
+)
+
+// Notification is the JSON body of one POST.
+type Notification struct {
+	Kind    string    `json:"kind"`
+	Guard   string    `json:"guard"`
+	Time    time.Time `json:"time"`
+	Summary string    `json:"summary"`
+	// Object the event is about, when it is about one.
+	Object string `json:"object,omitempty"`
+	// Revision and file in Git, when known.
+	Source *audit.Source `json:"source,omitempty"`
+	// Fields that drifted (redacted as in the audit record).
+	Fields []audit.Field `json:"fields,omitempty"`
+	// Suppressed counts events of this kind and Guard held back since the
+	// last notification (rate limit).
+	Suppressed int `json:"suppressed,omitempty"`
+}
+
+// Of returns the notification a record calls for, if any.
+func Of(r audit.Record) (Notification, bool) {
+	n := Notification{Guard: r.Guard, Time: r.Time, Source: r.Source}
+	if r.Object.Name != "" {
+		n.Object = r.Object.String()
+	}
+	switch {
+	case r.Type == audit.Drift && !r.DryRun:
+		n.Kind, n.Fields = Drift, r.Fields
+		n.Summary = fmt.Sprintf("%s drifted from Git (changed by %s); action: %s", n.Object, orUnknown(r.User), r.Action)
+	case r.Type == audit.Error && (r.Operation == "SYNC" || r.Operation == "RENDER"):
+		n.Kind = SyncFailed
+		n.Summary = fmt.Sprintf("guard %s: sync failed: %s", r.Guard, firstOf(r.Error, r.Reason))
+	case r.Type == audit.Health && r.Action == "Degraded":
+		n.Kind = Degraded
+		n.Summary = fmt.Sprintf("guard %s is Degraded: %s", r.Guard, r.Reason)
+	case r.Type == audit.Error && r.Rule == "fight-detected":
+		n.Kind = Degraded
+		n.Summary = fmt.Sprintf("guard %s is Degraded: %s", r.Guard, r.Reason)
+	default:
+		return Notification{}, false
+	}
+	return n, true
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+var sent = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "driftguard_notifications_total",
+	Help: "Notifications by kind and result: sent, failed (the receiver did not take it), suppressed (rate limit).",
+}, []string{"kind", "result"})
+
+func init() { metrics.Registry.MustRegister(sent) }
+
+// Sink is an audit.Sink that posts notifications to URL.
+type Sink struct {
+	// URL returns where to post; "" disables sending (it is read from a
+	// Secret and may change).
+	URL func(ctx context.Context) (string, error)
+	// Period: at most one notification of a kind per Guard in it.
+	Period time.Duration
+	Client *http.Client
+	Log    logr.Logger
+
+	mu   sync.Mutex
+	last map[string]time.Time // guard/kind -> last sent
+	held map[string]int       // guard/kind -> suppressed since
+}
+
+var _ audit.Sink = (*Sink)(nil)
+
+// Name implements audit.Sink.
+func (s *Sink) Name() string { return "notify" }
+
+// Close implements audit.Sink.
+func (s *Sink) Close() error { return nil }
+
+// Write implements audit.Sink: it posts what the records call for. A
+// receiver that fails is logged and counted; records are never retried into
+// a flood of late notifications.
+func (s *Sink) Write(ctx context.Context, batch []audit.Record) error {
+	for _, r := range batch {
+		n, ok := Of(r)
+		if !ok || !s.admit(&n) {
+			continue
+		}
+		if err := s.post(ctx, n); err != nil {
+			sent.WithLabelValues(n.Kind, "failed").Inc()
+			s.Log.Error(err, "notification not delivered", "kind", n.Kind, "guard", n.Guard)
+			continue
+		}
+		sent.WithLabelValues(n.Kind, "sent").Inc()
+	}
+	return nil
+}
+
+// admit applies the rate limit and fills in the suppressed count.
+func (s *Sink) admit(n *Notification) bool {
+	key := n.Guard + "/" + n.Kind
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last, s.held = map[string]time.Time{}, map[string]int{}
+	}
+	period := s.Period
+	if period <= 0 {
+		period = time.Minute
+	}
+	if last, ok := s.last[key]; ok && n.Time.Sub(last) < period {
+		s.held[key]++
+		sent.WithLabelValues(n.Kind, "suppressed").Inc()
+		return false
+	}
+	s.last[key] = n.Time
+	n.Suppressed = s.held[key]
+	delete(s.held, key)
+	return true
+}
+
+func (s *Sink) post(ctx context.Context, n Notification) error {
+	url, err := s.URL(ctx)
+	if err != nil || url == "" {
+		return err
+	}
+	body, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("notification request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c := s.Client
+	if c == nil {
+		c = &http.Client{Timeout: 10 * time.Second}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("post notification: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("post notification: the receiver answered %s", resp.Status)
+	}
+	return nil
+}
