@@ -110,6 +110,11 @@ func (w *Watcher) transformFor(gvk schema.GroupVersionKind) func(any) (any, erro
 			if book.note(it, u) && w.HealthChanged != nil {
 				w.HealthChanged(u.GetLabels()[w.LabelKey])
 			}
+			stripped, err := stripForCache(u)
+			if err != nil {
+				return nil, err
+			}
+			return compact(stripped.(*unstructured.Unstructured), w.LabelKey)
 		}
 		return stripForCache(obj)
 	}

@@ -253,6 +253,8 @@ func (w *Watcher) Live(gvk schema.GroupVersionKind, namespace, name string) (*un
 	return getCached(ki.informer, namespace, name), true
 }
 
+// getCached returns a copy of a cached live object, nil when it is not in
+// the cache.
 func getCached(inf cache.SharedIndexInformer, namespace, name string) *unstructured.Unstructured {
 	key := name
 	if namespace != "" {
@@ -262,8 +264,17 @@ func getCached(inf cache.SharedIndexInformer, namespace, name string) *unstructu
 	if err != nil || !exists {
 		return nil
 	}
-	u, _ := obj.(*unstructured.Unstructured)
-	return u
+	switch o := obj.(type) {
+	case *compactObject:
+		u, err := o.expand()
+		if err != nil {
+			return nil // compact encoded it: cannot happen
+		}
+		return u
+	case *unstructured.Unstructured:
+		return o
+	}
+	return nil
 }
 
 // Accepted reports whether the object may differ from Git for now: with the
