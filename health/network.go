@@ -12,8 +12,8 @@ import (
 // EndpointSliceGVK is the kind listed for a Service's endpoints.
 var EndpointSliceGVK = schema.GroupVersionKind{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice"}
 
-// serviceNameLabel labels the EndpointSlices of a Service with its name.
-const serviceNameLabel = "kubernetes.io/service-name"
+// ServiceNameLabel labels the EndpointSlices of a Service with its name.
+const ServiceNameLabel = "kubernetes.io/service-name"
 
 // service: ExternalName is Healthy; a LoadBalancer without an address is
 // Progressing; a Service without a selector is Healthy (its endpoints are
@@ -40,7 +40,7 @@ func service(ctx context.Context, o object, lookup Lookup) (Result, error) {
 	if lookup == nil {
 		return Result{State: Healthy, Message: prefix + "endpoints not checked"}, nil
 	}
-	sel := labels.SelectorFromSet(labels.Set{serviceNameLabel: o.u.GetName()})
+	sel := labels.SelectorFromSet(labels.Set{ServiceNameLabel: o.u.GetName()})
 	slices, err := lookup.List(ctx, EndpointSliceGVK, o.u.GetNamespace(), sel)
 	if err != nil {
 		return Result{}, fmt.Errorf("look up endpoints: %w", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,15 +80,39 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 			targets = append(targets, target{o.Obj.GroupVersionKind(), o.Key})
 		}
 	}
+	results := make([]health.Result, len(targets))
+	services := map[int]*unstructured.Unstructured{} // index -> live Service to check with its endpoints
+	for i, tg := range targets {
+		r, known := health.Result{}, false
+		if t.Source != nil {
+			r, known = t.Source.Health(tg.gvk, tg.key.Namespace, tg.key.Name)
+		}
+		switch {
+		case !known:
+			r = t.read(ctx, tg.gvk, tg.key)
+		case tg.gvk.Group == "" && tg.gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && t.Reader != nil:
+			if live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name); ok && live != nil {
+				if cached, ok := t.cachedService(tg.key, live); ok {
+					r = cached
+				} else {
+					services[i] = live
+				}
+			}
+		}
+		results[i] = r
+	}
+	for i, r := range t.assessServices(ctx, services) {
+		results[i] = r
+	}
+
 	var (
 		states    []health.State
 		unhealthy []string
 	)
-	for _, tg := range targets {
-		r := t.assess(ctx, tg.gvk, tg.key)
+	for i, r := range results {
 		states = append(states, r.State)
 		if r.State != health.Healthy {
-			unhealthy = append(unhealthy, fmt.Sprintf("%s: %s", tg.key.Display(), r))
+			unhealthy = append(unhealthy, fmt.Sprintf("%s: %s", targets[i].key.Display(), r))
 		}
 	}
 	sort.Strings(unhealthy)
@@ -109,25 +134,6 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 	return sum
 }
 
-func (t *HealthTracker) assess(ctx context.Context, gvk schema.GroupVersionKind, key gitstore.ObjectKey) health.Result {
-	var (
-		r     health.Result
-		known bool
-	)
-	if t.Source != nil {
-		r, known = t.Source.Health(gvk, key.Namespace, key.Name)
-	}
-	if !known {
-		return t.read(ctx, gvk, key)
-	}
-	if gvk.Group == "" && gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && t.Reader != nil {
-		if live, ok := t.Live.Live(gvk, key.Namespace, key.Name); ok && live != nil {
-			return t.service(ctx, key, live)
-		}
-	}
-	return r
-}
-
 // read assesses an object the informers do not watch (a health check of a
 // kind Git does not hold) straight from the API server.
 func (t *HealthTracker) read(ctx context.Context, gvk schema.GroupVersionKind, key gitstore.ObjectKey) health.Result {
@@ -146,22 +152,55 @@ func (t *HealthTracker) read(ctx context.Context, gvk schema.GroupVersionKind, k
 	return r
 }
 
-func (t *HealthTracker) service(ctx context.Context, key gitstore.ObjectKey, live *unstructured.Unstructured) health.Result {
-	rv := live.GetResourceVersion()
+// cachedService returns the remembered health of a Service: kept while it
+// is Healthy and unchanged, else for serviceRecheck.
+func (t *HealthTracker) cachedService(key gitstore.ObjectKey, live *unstructured.Unstructured) (health.Result, bool) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	prev, ok := t.services[key]
-	t.mu.Unlock()
-	if ok && prev.resourceVersion == rv && (prev.result.State == health.Healthy || time.Since(prev.at) < serviceRecheck) {
-		return prev.result
+	if ok && prev.resourceVersion == live.GetResourceVersion() && (prev.result.State == health.Healthy || time.Since(prev.at) < serviceRecheck) {
+		return prev.result, true
 	}
-	r, _ := health.AssessWith(ctx, live, health.ClientLookup(t.Reader))
-	t.mu.Lock()
-	if t.services == nil {
-		t.services = map[gitstore.ObjectKey]serviceHealth{}
+	return health.Result{}, false
+}
+
+// assessServices assesses Services with their EndpointSlices, listed from the
+// API server once per namespace rather than once per Service.
+func (t *HealthTracker) assessServices(ctx context.Context, svcs map[int]*unstructured.Unstructured) map[int]health.Result {
+	if len(svcs) == 0 {
+		return nil
 	}
-	t.services[key] = serviceHealth{resourceVersion: rv, result: r, at: time.Now()}
-	t.mu.Unlock()
-	return r
+	slices := map[string]health.Objects{} // namespace -> its EndpointSlices of Services
+	listErr := map[string]error{}
+	sel, err := labels.Parse(health.ServiceNameLabel)
+	if err != nil {
+		panic(err) // a constant
+	}
+	out := make(map[int]health.Result, len(svcs))
+	for i, svc := range svcs {
+		ns := svc.GetNamespace()
+		if _, done := slices[ns]; !done && listErr[ns] == nil {
+			list, err := health.ClientLookup(t.Reader).List(ctx, health.EndpointSliceGVK, ns, sel)
+			if err != nil {
+				listErr[ns] = err
+			} else {
+				slices[ns] = list
+			}
+		}
+		if err := listErr[ns]; err != nil {
+			out[i] = health.Result{State: health.Unknown, Message: err.Error()}
+			continue
+		}
+		r, _ := health.AssessWith(ctx, svc, slices[ns])
+		out[i] = r
+		t.mu.Lock()
+		if t.services == nil {
+			t.services = map[gitstore.ObjectKey]serviceHealth{}
+		}
+		t.services[gitstore.KeyOf(svc)] = serviceHealth{resourceVersion: svc.GetResourceVersion(), result: r, at: time.Now()}
+		t.mu.Unlock()
+	}
+	return out
 }
 
 // Forget drops what is remembered of a Guard and its Services.
