@@ -285,9 +285,19 @@ func BenchmarkScale10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	rssIdle, hwm := procMem(pid)
+	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "RssAnon:") || strings.HasPrefix(line, "RssFile:") {
+				b.Logf("idle %s", strings.Join(strings.Fields(line), " "))
+			}
+		}
+	}
 	if os.Getenv("DRIFTGUARD_KEEP_BENCH") != "" {
 		if err := saveHeapProfile(pprofAddr, filepath.Join(dir, "heap.pprof")); err != nil {
 			b.Logf("heap profile: %v", err)
+		}
+		if err := saveURL("http://"+pprofAddr+"/debug/pprof/heap?debug=1", filepath.Join(dir, "memstats.txt")); err != nil {
+			b.Logf("memstats: %v", err)
 		}
 	}
 	if err := admin.Get(ctx, client.ObjectKey{Name: scaleGuard}, &got); err != nil {
@@ -343,7 +353,13 @@ func loopbackAddr() (string, error) {
 // saveHeapProfile writes the guard's heap profile (after a GC) to path, for
 // `go tool pprof`.
 func saveHeapProfile(addr, path string) error {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	return saveURL("http://"+addr+"/debug/pprof/heap?gc=1", path)
+}
+
+// saveURL writes what a GET of url returns to path (the runtime's memory
+// statistics are at the end of /debug/pprof/heap?debug=1).
+func saveURL(url, path string) error {
+	resp, err := http.Get(url)
 	if err != nil {
 		return err
 	}
