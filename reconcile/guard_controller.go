@@ -386,7 +386,6 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		}
 		r.record(ctx, rec)
 	}
-	releaseMemory(len(cs) - cs.Count(Unchanged))
 	if applyErr != nil {
 		failed := cs.Count(Failed)
 		reason := "ApplyFailed"
