@@ -265,7 +265,8 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	switch {
 	case errors.As(err, &cycle):
 		r.stalled(g, "DependencyCycle", err.Error())
-		return ctrl.Result{}, nil
+		// Another Guard's spec may break the cycle: look again.
+		return ctrl.Result{RequeueAfter: dependencyRequeue}, nil
 	case err != nil:
 		r.notReady(g, "DependencyNotReady", err.Error())
 		return ctrl.Result{RequeueAfter: dependencyRequeue}, nil
@@ -758,7 +759,9 @@ func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, be
 		return nil
 	}
 	patch := &v1alpha1.Guard{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Guard"}, ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: g.Status}
-	if err := r.Client.Status().Patch(ctx, patch, client.Merge); err != nil && !apierrors.IsNotFound(err) {
+	// A patch from before: lists emptied since (unhealthy, failed) are sent as null and removed.
+	base := &v1alpha1.Guard{TypeMeta: patch.TypeMeta, ObjectMeta: patch.ObjectMeta, Status: *before}
+	if err := r.Client.Status().Patch(ctx, patch, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("update status of guard %s: %w", g.Name, err)
 	}
 	return nil

@@ -29,23 +29,40 @@ type HealthSummary struct {
 	Unhealthy []string
 	// Count of objects that are not Healthy.
 	Count int
+	// RecheckAfter, when not zero, is when the summary should be made
+	// again because an answer may change without any event on the object:
+	// a Service waiting for ready endpoints (EndpointSlices are not
+	// watched), an object read from the API server because no informer
+	// watches its kind, an apply the watch has not shown yet.
+	RecheckAfter time.Duration
 }
 
 // maxUnhealthyListed bounds status.unhealthy.
 const maxUnhealthyListed = 20
 
 // HealthTracker sums up the health of a Guard's objects from the informer
-// cache. A Service is assessed again with its EndpointSlices, read from
-// the API server: once it is Healthy that answer is kept while the Service
-// does not change, and otherwise asked again at most every serviceRecheck,
-// so that an unchanged Guard costs no API calls.
+// cache.
+//
+// A Service is assessed again with its EndpointSlices, read from the API
+// server: once it is Healthy that answer is kept while the Service does
+// not change, and otherwise asked again at most every ServiceRecheck, so
+// that an unchanged Guard costs no API calls.
+//
+// An object the guard has just applied is Progressing until the informer
+// holds what the API server stored (its resourceVersion, or generation),
+// so that a summary made right after an apply never reports the health of
+// the object as it was before it.
 type HealthTracker struct {
 	Source HealthSource
 	Live   LiveLookup
 	Reader client.Reader
+	// Recheck, when set, is called with the Guard's name RecheckAfter
+	// after a summary that asks for it (DriftStatus.Recheck).
+	Recheck func(guard string)
 
 	mu       sync.Mutex
 	services map[gitstore.ObjectKey]serviceHealth
+	applied  map[gitstore.ObjectKey]appliedObject
 }
 
 type serviceHealth struct {
@@ -54,7 +71,9 @@ type serviceHealth struct {
 	at              time.Time
 }
 
-const serviceRecheck = 5 * time.Second
+// ServiceRecheck is how long a Service's answer without ready endpoints is
+// kept before the API server is asked again.
+const ServiceRecheck = 5 * time.Second
 
 // Summarize returns the health of the objects of snap, or of the objects
 // spec.healthChecks names.
@@ -78,24 +97,37 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 	var (
 		states    []health.State
 		unhealthy []string
+		recheck   time.Duration
 	)
 	for _, tg := range targets {
-		r := t.assess(ctx, tg.gvk, tg.key)
+		r, again := t.assess(ctx, tg.gvk, tg.key)
+		if again > 0 && (recheck == 0 || again < recheck) {
+			recheck = again
+		}
 		states = append(states, r.State)
 		if r.State != health.Healthy {
 			unhealthy = append(unhealthy, fmt.Sprintf("%s: %s", tg.key.Display(), r))
 		}
 	}
 	sort.Strings(unhealthy)
-	sum := HealthSummary{State: health.Worst(states...), Count: len(unhealthy)}
+	sum := HealthSummary{State: health.Worst(states...), Count: len(unhealthy), RecheckAfter: recheck}
 	if len(unhealthy) > maxUnhealthyListed {
 		unhealthy = append(unhealthy[:maxUnhealthyListed], fmt.Sprintf("and %d more", len(unhealthy)-maxUnhealthyListed))
 	}
 	sum.Unhealthy = unhealthy
+	if recheck > 0 && t.Recheck != nil {
+		name := g.Name
+		time.AfterFunc(recheck, func() { t.Recheck(name) })
+	}
 	return sum
 }
 
-func (t *HealthTracker) assess(ctx context.Context, gvk schema.GroupVersionKind, key gitstore.ObjectKey) health.Result {
+// assess returns the health of one object, and when to ask again if the
+// answer may change with no event on the object.
+func (t *HealthTracker) assess(ctx context.Context, gvk schema.GroupVersionKind, key gitstore.ObjectKey) (health.Result, time.Duration) {
+	if r, ok := t.unobserved(gvk, key); ok {
+		return r, unobservedRecheck
+	}
 	var (
 		r     health.Result
 		known bool
@@ -104,14 +136,23 @@ func (t *HealthTracker) assess(ctx context.Context, gvk schema.GroupVersionKind,
 		r, known = t.Source.Health(gvk, key.Namespace, key.Name)
 	}
 	if !known {
-		return t.read(ctx, gvk, key)
+		r = t.read(ctx, gvk, key)
+		return r, recheckUnless(r, ServiceRecheck)
 	}
 	if gvk.Group == "" && gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && t.Reader != nil {
 		if live, ok := t.Live.Live(gvk, key.Namespace, key.Name); ok && live != nil {
-			return t.service(ctx, key, live)
+			r = t.service(ctx, key, live)
+			return r, recheckUnless(r, ServiceRecheck)
 		}
 	}
-	return r
+	return r, 0
+}
+
+func recheckUnless(r health.Result, after time.Duration) time.Duration {
+	if r.State == health.Healthy {
+		return 0
+	}
+	return after
 }
 
 // read assesses an object the informers do not watch (a health check of a
@@ -137,7 +178,7 @@ func (t *HealthTracker) service(ctx context.Context, key gitstore.ObjectKey, liv
 	t.mu.Lock()
 	prev, ok := t.services[key]
 	t.mu.Unlock()
-	if ok && prev.resourceVersion == rv && (prev.result.State == health.Healthy || time.Since(prev.at) < serviceRecheck) {
+	if ok && prev.resourceVersion == rv && (prev.result.State == health.Healthy || time.Since(prev.at) < ServiceRecheck) {
 		return prev.result
 	}
 	r, _ := health.AssessWith(ctx, live, health.ClientLookup(t.Reader))
@@ -150,7 +191,7 @@ func (t *HealthTracker) service(ctx context.Context, key gitstore.ObjectKey, liv
 	return r
 }
 
-// Forget drops what is remembered of a Guard's Services.
+// Forget drops what is remembered of a Guard's objects.
 func (t *HealthTracker) Forget(snap *gitstore.Snapshot) {
 	if snap == nil {
 		return
@@ -159,5 +200,6 @@ func (t *HealthTracker) Forget(snap *gitstore.Snapshot) {
 	defer t.mu.Unlock()
 	for _, o := range snap.Objects {
 		delete(t.services, o.Key)
+		delete(t.applied, o.Key)
 	}
 }
