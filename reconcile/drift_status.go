@@ -41,8 +41,8 @@ type DriftStatus struct {
 	// changed, so that it turns Ready without waiting for its requeue
 	// (GuardReconciler.Enqueue).
 	Requeue func(guard string)
-	Period time.Duration
-	Log    logr.Logger
+	Period  time.Duration
+	Log     logr.Logger
 
 	mu sync.Mutex
 	// pending Guards: true when the informer saw a change, false when
