@@ -63,6 +63,7 @@ type HealthTracker struct {
 	mu       sync.Mutex
 	services map[gitstore.ObjectKey]serviceHealth
 	applied  map[gitstore.ObjectKey]appliedObject
+	sweptAt  time.Time // when applied was last rid of old entries
 }
 
 type serviceHealth struct {

@@ -34,13 +34,24 @@ const (
 // Applied remembers an object as the API server stored it for an apply
 // (Applier.Applied).
 func (t *HealthTracker) Applied(stored *unstructured.Unstructured) {
-	a := appliedObject{uid: stored.GetUID(), resourceVersion: stored.GetResourceVersion(), generation: stored.GetGeneration(), at: time.Now()}
+	now := time.Now()
+	a := appliedObject{uid: stored.GetUID(), resourceVersion: stored.GetResourceVersion(), generation: stored.GetGeneration(), at: now}
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.applied == nil {
 		t.applied = map[gitstore.ObjectKey]appliedObject{}
 	}
 	t.applied[gitstore.KeyOf(stored)] = a
-	t.mu.Unlock()
+	// Objects no summary asks about (pruned since, or outside
+	// spec.healthChecks) are dropped once their grace is over.
+	if now.Sub(t.sweptAt) > unobservedGrace {
+		for k, old := range t.applied {
+			if now.Sub(old.at) > unobservedGrace {
+				delete(t.applied, k)
+			}
+		}
+		t.sweptAt = now
+	}
 }
 
 // unobserved returns Progressing while the informer's cache does not yet

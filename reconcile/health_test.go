@@ -147,3 +147,17 @@ func snapshotOf(t *testing.T, objs ...*unstructured.Unstructured) *gitstore.Snap
 	}
 	return snap
 }
+
+func TestAppliedForgetsWhatNoSummaryAsksAbout(t *testing.T) {
+	tr := &HealthTracker{}
+	old := deploy("pruned", "u1", "10", 1)
+	tr.Applied(old)
+	a := tr.applied[gitstore.KeyOf(old)]
+	a.at = a.at.Add(-2 * unobservedGrace)
+	tr.applied[gitstore.KeyOf(old)] = a
+	tr.sweptAt = tr.sweptAt.Add(-2 * unobservedGrace)
+	tr.Applied(deploy("web", "u2", "20", 1))
+	if _, ok := tr.applied[gitstore.KeyOf(old)]; ok || len(tr.applied) != 1 {
+		t.Fatalf("remembered %v, want only web", tr.applied)
+	}
+}
