@@ -189,9 +189,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		}
 	})
 	healthTracker := &reconcile.HealthTracker{Source: watcher, Live: watcher, Reader: mgr.GetAPIReader()}
+	applier.Applied = healthTracker.Applied
 	driftStatus := &reconcile.DriftStatus{Client: mgr.GetClient(), Drift: watcher, Health: healthTracker, Store: store, Log: log.WithName("drift-status")}
 	watcher.Changed = driftStatus.Changed
 	watcher.HealthChanged = driftStatus.Changed
+	healthTracker.Recheck = driftStatus.Recheck
 	for _, r := range []manager.Runnable{watcher, driftStatus} {
 		if err := mgr.Add(r); err != nil {
 			return err
@@ -216,6 +218,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up guard reconciler: %w", err)
 	}
+	driftStatus.Requeue = rec.Enqueue
 	if o.ReceiverAddr != "" {
 		receiver := &gitstore.Receiver{Token: o.ReceiverToken, Log: log.WithName("receiver")}
 		receiver.OnPush = func(urls []string) { rec.Pushed(context.Background(), urls) }

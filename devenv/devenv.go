@@ -3,6 +3,11 @@
 // when asked, kube-controller-manager, kube-scheduler and KWOK with one fake
 // node so that workloads roll out without running any container.
 //
+// KWOK runs its stock fast stages (pods become Ready at once, a Job's pods
+// complete) plus our own: a Running pod annotated driftguard.io/test-fail:
+// "true" (FailPodAnnotation) moves to phase Failed with exit code 1, so
+// tests can make a Job fail.
+//
 // Everything listens on 127.0.0.1 only. The binaries come from a folder (see
 // Options.BinDir); tools/build.sh builds them.
 package devenv
@@ -41,7 +46,7 @@ type Options struct {
 	BinDir string
 	// Simulated also starts kube-controller-manager, kube-scheduler and KWOK
 	// with one fake node, so Deployments roll out, Jobs complete and
-	// namespaces finish deleting.
+	// namespaces finish deleting. Pods annotated FailPodAnnotation fail.
 	Simulated bool
 	// CRDDirs are folders (or files) of CRDs to install (envtest CRDDirectoryPaths).
 	CRDDirs []string

@@ -52,6 +52,10 @@ func (c *Cluster) startSimulation(ctx context.Context) error {
 		return err
 	}
 	kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2]
+	extraStages, err := c.writeExtraStages()
+	if err != nil {
+		return err
+	}
 
 	kubeconfig := func(user string) (string, error) {
 		path, _, err := c.AddUser(user, []string{"system:masters"})
@@ -111,6 +115,7 @@ func (c *Cluster) startSimulation(ctx context.Context) error {
 			args: []string{
 				"--kubeconfig=" + kwokKC,
 				"--config=" + filepath.Join(c.binDir, kwokStagesFile),
+				"--config=" + extraStages,
 				"--manage-all-nodes=false",
 				"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
 				"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),

@@ -81,6 +81,9 @@ type Applier struct {
 	// Rules, when set, returns a guard's ignore rules: ignored fields are
 	// neither compared nor taken back from their owner on apply.
 	Rules func(guard string) []*drift.Rule
+	// Applied, when set, is told every object the API server stored for
+	// an apply (not a dry run), as it returned it (HealthTracker.Applied).
+	Applied func(stored *unstructured.Unstructured)
 }
 
 // Options returns the comparison options for a desired object and its live state.
@@ -184,6 +187,9 @@ func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstru
 		return Failed, err
 	}
 	want.SetServerValues(drift.ServerValuesOf(sent, u.Object, opts))
+	if !dryRun && a.Applied != nil {
+		a.Applied(u)
+	}
 	if createdJustNow(u) {
 		return Created, nil
 	}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,29 +19,45 @@ import (
 )
 
 // DriftStatus keeps status.driftedObjects, status.drifted and, with Health,
-// status.health and status.unhealthy of each Guard current between full
-// reconciles, so kubectl get guards shows drift and health as they happen.
-// Changes are batched: at most one status patch per Guard a period.
+// status.health, status.unhealthy and the Healthy condition of each Guard
+// current between full reconciles, so kubectl get guards shows drift and
+// health as they happen. Changes are batched: at most one status patch per
+// Guard a period. (A change of health state is recorded by the
+// HealthTracker's OnChange, whoever sums it up.)
 type DriftStatus struct {
 	Client client.Client
 	Drift  DriftState
 	// Health and Store, when set, sum up health too.
 	Health *HealthTracker
 	Store  *gitstore.Store
-	Period time.Duration
-	Log    logr.Logger
+	// Requeue, when set, asks for a full reconcile of a Guard that waits
+	// for health (Ready=False, reason Progressing) when its health state
+	// changed, so that it turns Ready without waiting for its requeue
+	// (GuardReconciler.Enqueue).
+	Requeue func(guard string)
+	Period  time.Duration
+	Log     logr.Logger
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pending Guards: true when the informer saw a change, false when
+	// health is only to be summed up again (Recheck).
 	pending map[string]bool
 }
 
-// Changed marks a Guard whose drift changed.
-func (d *DriftStatus) Changed(guard string) {
+// Changed marks a Guard whose drift or health changed.
+func (d *DriftStatus) Changed(guard string) { d.mark(guard, true) }
+
+// Recheck marks a Guard whose health is to be summed up again though no
+// object changed (HealthTracker.Recheck); its status is written only if
+// the new summary differs from it.
+func (d *DriftStatus) Recheck(guard string) { d.mark(guard, false) }
+
+func (d *DriftStatus) mark(guard string, changed bool) {
 	d.mu.Lock()
 	if d.pending == nil {
 		d.pending = map[string]bool{}
 	}
-	d.pending[guard] = true
+	d.pending[guard] = d.pending[guard] || changed
 	d.mu.Unlock()
 }
 
@@ -61,15 +79,15 @@ func (d *DriftStatus) Start(ctx context.Context) error {
 		guards := d.pending
 		d.pending = nil
 		d.mu.Unlock()
-		for guard := range guards {
-			if err := d.patch(ctx, guard); err != nil && !apierrors.IsNotFound(err) {
+		for guard, changed := range guards {
+			if err := d.patch(ctx, guard, changed); err != nil && !apierrors.IsNotFound(err) {
 				d.Log.Error(err, "update drift status", "guard", guard)
 			}
 		}
 	}
 }
 
-func (d *DriftStatus) patch(ctx context.Context, guard string) error {
+func (d *DriftStatus) patch(ctx context.Context, guard string, changed bool) error {
 	var g v1alpha1.Guard
 	if err := d.Client.Get(ctx, client.ObjectKey{Name: guard}, &g); err != nil {
 		return err
@@ -77,17 +95,42 @@ func (d *DriftStatus) patch(ctx context.Context, guard string) error {
 	n, names := d.Drift.Drifted(guard, maxDriftedListed)
 	setDrifted(guard, n)
 	status := map[string]any{"driftedObjects": n, "drifted": orNull(names)}
+	after := g.Status.DeepCopy()
+	after.DriftedObjects, after.Drifted = n, names
 	if d.Health != nil && d.Store != nil && g.Status.LastAppliedRevision != "" {
 		if snap, ok := d.Store.Snapshot(guard); ok {
 			sum := d.Health.Summarize(ctx, &g, snap)
+			setHealth(after, sum)
 			status["health"], status["unhealthy"] = string(sum.State), orNull(sum.Unhealthy)
+			// The whole list: a merge patch replaces lists. The
+			// resourceVersion below keeps it from undoing conditions a
+			// reconcile wrote since the Guard was read.
+			status["conditions"] = after.Conditions
 		}
 	}
-	body, err := json.Marshal(map[string]any{"status": status})
+	if !changed && apiequality.Semantic.DeepEqual(&g.Status, after) {
+		return nil // a recheck that found nothing new
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": g.ResourceVersion}, "status": status})
 	if err != nil {
 		return err
 	}
-	return d.Client.Status().Patch(ctx, &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: guard}}, client.RawPatch(types.MergePatchType, body))
+	if err := d.Client.Status().Patch(ctx, &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: guard}}, client.RawPatch(types.MergePatchType, body)); err != nil {
+		if apierrors.IsConflict(err) {
+			// The Guard changed since it was read (the cache may lag
+			// behind a reconcile's status write): try again next period.
+			d.mark(guard, true)
+			return nil
+		}
+		return err
+	}
+	if after.Health != g.Status.Health {
+		if ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady); d.Requeue != nil && g.Spec.Wait &&
+			ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == "Progressing" {
+			d.Requeue(guard)
+		}
+	}
+	return nil
 }
 
 // orNull is nil for an empty list: a merge patch then removes the field.

@@ -265,7 +265,8 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	switch {
 	case errors.As(err, &cycle):
 		r.stalled(g, "DependencyCycle", err.Error())
-		return ctrl.Result{}, nil
+		// Another Guard's spec may break the cycle: look again.
+		return ctrl.Result{RequeueAfter: dependencyRequeue}, nil
 	case err != nil:
 		r.notReady(g, "DependencyNotReady", err.Error())
 		return ctrl.Result{RequeueAfter: dependencyRequeue}, nil

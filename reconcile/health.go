@@ -30,16 +30,29 @@ type HealthSummary struct {
 	Unhealthy []string
 	// Count of objects that are not Healthy.
 	Count int
+	// RecheckAfter, when not zero, is when the summary should be made
+	// again because an answer may change without any event on the object:
+	// a Service waiting for ready endpoints (EndpointSlices are not
+	// watched), an object read from the API server because no informer
+	// watches its kind, an apply the watch has not shown yet.
+	RecheckAfter time.Duration
 }
 
 // maxUnhealthyListed bounds status.unhealthy.
 const maxUnhealthyListed = 20
 
 // HealthTracker sums up the health of a Guard's objects from the informer
-// cache. A Service is assessed again with its EndpointSlices, read from
-// the API server: once it is Healthy that answer is kept while the Service
-// does not change, and otherwise asked again at most every serviceRecheck,
-// so that an unchanged Guard costs no API calls.
+// cache.
+//
+// A Service is assessed again with its EndpointSlices, read from the API
+// server: once it is Healthy that answer is kept while the Service does
+// not change, and otherwise asked again at most every ServiceRecheck, so
+// that an unchanged Guard costs no API calls.
+//
+// An object the guard has just applied is Progressing until the informer
+// holds what the API server stored (its resourceVersion, or generation),
+// so that a summary made right after an apply never reports the health of
+// the object as it was before it.
 type HealthTracker struct {
 	Source HealthSource
 	Live   LiveLookup
@@ -47,10 +60,15 @@ type HealthTracker struct {
 	// OnChange, when set, is told when a Guard's health state changes
 	// (not on the first summary after start).
 	OnChange func(g *v1alpha1.Guard, sum HealthSummary, prev health.State)
+	// Recheck, when set, is called with the Guard's name RecheckAfter
+	// after a summary that asks for it (DriftStatus.Recheck).
+	Recheck func(guard string)
 
 	mu       sync.Mutex
 	services map[gitstore.ObjectKey]serviceHealth
 	states   map[string]health.State // guard -> last summarized state
+	applied  map[gitstore.ObjectKey]appliedObject
+	sweptAt  time.Time // when applied was last rid of old entries
 }
 
 type serviceHealth struct {
@@ -59,7 +77,9 @@ type serviceHealth struct {
 	at              time.Time
 }
 
-const serviceRecheck = 5 * time.Second
+// ServiceRecheck is how long a Service's answer without ready endpoints is
+// kept before the API server is asked again.
+const ServiceRecheck = 5 * time.Second
 
 // Summarize returns the health of the objects of snap, or of the objects
 // spec.healthChecks names.
@@ -81,8 +101,19 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		}
 	}
 	results := make([]health.Result, len(targets))
+	var recheck time.Duration
+	again := func(d time.Duration) {
+		if d > 0 && (recheck == 0 || d < recheck) {
+			recheck = d
+		}
+	}
 	services := map[int]*unstructured.Unstructured{} // index -> live Service to check with its endpoints
 	for i, tg := range targets {
+		if r, ok := t.unobserved(tg.gvk, tg.key); ok {
+			results[i] = r
+			again(unobservedRecheck)
+			continue
+		}
 		r, known := health.Result{}, false
 		if t.Source != nil {
 			r, known = t.Source.Health(tg.gvk, tg.key.Namespace, tg.key.Name)
@@ -90,10 +121,12 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		switch {
 		case !known:
 			r = t.read(ctx, tg.gvk, tg.key)
+			again(recheckUnless(r, ServiceRecheck))
 		case tg.gvk.Group == "" && tg.gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && t.Reader != nil:
 			if live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name); ok && live != nil {
 				if cached, ok := t.cachedService(tg.key, live); ok {
 					r = cached
+					again(recheckUnless(r, ServiceRecheck))
 				} else {
 					services[i] = live
 				}
@@ -103,6 +136,7 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 	}
 	for i, r := range t.assessServices(ctx, services) {
 		results[i] = r
+		again(recheckUnless(r, ServiceRecheck))
 	}
 
 	var (
@@ -116,7 +150,7 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		}
 	}
 	sort.Strings(unhealthy)
-	sum := HealthSummary{State: health.Worst(states...), Count: len(unhealthy)}
+	sum := HealthSummary{State: health.Worst(states...), Count: len(unhealthy), RecheckAfter: recheck}
 	if len(unhealthy) > maxUnhealthyListed {
 		unhealthy = append(unhealthy[:maxUnhealthyListed], fmt.Sprintf("and %d more", len(unhealthy)-maxUnhealthyListed))
 	}
@@ -131,7 +165,18 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 	if seen && prev != sum.State && t.OnChange != nil {
 		t.OnChange(g, sum, prev)
 	}
+	if recheck > 0 && t.Recheck != nil {
+		name := g.Name
+		time.AfterFunc(recheck, func() { t.Recheck(name) })
+	}
 	return sum
+}
+
+func recheckUnless(r health.Result, after time.Duration) time.Duration {
+	if r.State == health.Healthy {
+		return 0
+	}
+	return after
 }
 
 // read assesses an object the informers do not watch (a health check of a
@@ -153,12 +198,12 @@ func (t *HealthTracker) read(ctx context.Context, gvk schema.GroupVersionKind, k
 }
 
 // cachedService returns the remembered health of a Service: kept while it
-// is Healthy and unchanged, else for serviceRecheck.
+// is Healthy and unchanged, else for ServiceRecheck.
 func (t *HealthTracker) cachedService(key gitstore.ObjectKey, live *unstructured.Unstructured) (health.Result, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev, ok := t.services[key]
-	if ok && prev.resourceVersion == live.GetResourceVersion() && (prev.result.State == health.Healthy || time.Since(prev.at) < serviceRecheck) {
+	if ok && prev.resourceVersion == live.GetResourceVersion() && (prev.result.State == health.Healthy || time.Since(prev.at) < ServiceRecheck) {
 		return prev.result, true
 	}
 	return health.Result{}, false
@@ -213,5 +258,6 @@ func (t *HealthTracker) Forget(guard string, snap *gitstore.Snapshot) {
 	}
 	for _, o := range snap.Objects {
 		delete(t.services, o.Key)
+		delete(t.applied, o.Key)
 	}
 }

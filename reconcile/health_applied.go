@@ -1,0 +1,95 @@
+package reconcile
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/health"
+)
+
+// appliedObject is what the API server stored for an apply, remembered
+// until the informer's cache holds it (or something newer).
+type appliedObject struct {
+	uid             types.UID
+	resourceVersion string
+	generation      int64
+	at              time.Time
+}
+
+const (
+	// unobservedGrace bounds how long an apply waits to be seen by the
+	// watch; past it the informer's answer stands whatever it is.
+	unobservedGrace = time.Minute
+	// unobservedRecheck is when a summary holding an object the watch has
+	// not shown yet is made again (the watch is normally milliseconds
+	// behind the apply).
+	unobservedRecheck = time.Second
+)
+
+// Applied remembers an object as the API server stored it for an apply
+// (Applier.Applied).
+func (t *HealthTracker) Applied(stored *unstructured.Unstructured) {
+	now := time.Now()
+	a := appliedObject{uid: stored.GetUID(), resourceVersion: stored.GetResourceVersion(), generation: stored.GetGeneration(), at: now}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.applied == nil {
+		t.applied = map[gitstore.ObjectKey]appliedObject{}
+	}
+	t.applied[gitstore.KeyOf(stored)] = a
+	// Objects no summary asks about (pruned since, or outside
+	// spec.healthChecks) are dropped once their grace is over.
+	if now.Sub(t.sweptAt) > unobservedGrace {
+		for k, old := range t.applied {
+			if now.Sub(old.at) > unobservedGrace {
+				delete(t.applied, k)
+			}
+		}
+		t.sweptAt = now
+	}
+}
+
+// unobserved returns Progressing while the informer's cache does not yet
+// hold what the last apply of the object stored: its health book still
+// speaks of the object before the apply (the old image of a Deployment
+// rolled out long ago: Healthy) or of no object at all (Missing).
+func (t *HealthTracker) unobserved(gvk schema.GroupVersionKind, key gitstore.ObjectKey) (health.Result, bool) {
+	t.mu.Lock()
+	a, ok := t.applied[key]
+	t.mu.Unlock()
+	if !ok || t.Live == nil {
+		return health.Result{}, false
+	}
+	live, known := t.Live.Live(gvk, key.Namespace, key.Name)
+	if !known {
+		// Not watched: the health is read from the API server.
+		return health.Result{}, false
+	}
+	if !observed(live, a) && time.Since(a.at) < unobservedGrace {
+		return health.Result{State: health.Progressing, Message: "applied; waiting for the watch to show it"}, true
+	}
+	t.mu.Lock()
+	if cur, ok := t.applied[key]; ok && cur == a {
+		delete(t.applied, key)
+	}
+	t.mu.Unlock()
+	return health.Result{}, false
+}
+
+// observed reports whether the cached live object is the one applied or
+// newer: by resourceVersion where the API server's are comparable
+// integers, else by UID and generation.
+func observed(live *unstructured.Unstructured, a appliedObject) bool {
+	if live == nil {
+		return false
+	}
+	if c, err := resourceversion.CompareResourceVersion(live.GetResourceVersion(), a.resourceVersion); err == nil {
+		return c >= 0
+	}
+	return live.GetUID() == a.uid && live.GetGeneration() >= a.generation
+}

@@ -1,0 +1,163 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/health"
+)
+
+// cacheFixture is what the drift informer holds: live objects (as its
+// cache keeps them) and their assessed health.
+type cacheFixture struct {
+	live   map[string]*unstructured.Unstructured
+	health map[string]health.Result
+}
+
+func fixtureKey(gvk schema.GroupVersionKind, ns, name string) string {
+	return gvk.Kind + "/" + ns + "/" + name
+}
+
+func (c cacheFixture) Live(gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, bool) {
+	return c.live[fixtureKey(gvk, ns, name)], true
+}
+
+func (c cacheFixture) Health(gvk schema.GroupVersionKind, ns, name string) (health.Result, bool) {
+	if r, ok := c.health[fixtureKey(gvk, ns, name)]; ok {
+		return r, true
+	}
+	return health.Result{State: health.Missing, Message: "not found"}, true
+}
+
+func deploy(name, uid, rv string, generation int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{
+		"name": name, "namespace": "shop", "uid": uid, "resourceVersion": rv, "generation": generation,
+	}}}
+	return u
+}
+
+func TestSummarizeWaitsForTheWatchToShowAnApply(t *testing.T) {
+	healthy := health.Result{State: health.Healthy, Message: "3 of 3 replicas ready"}
+	for _, tc := range []struct {
+		name        string
+		cached      *unstructured.Unstructured // nil: not in the cache
+		applied     *unstructured.Unstructured // nil: not applied by this process
+		appliedAgo  time.Duration
+		want        string
+		wantRecheck time.Duration
+	}{
+		{name: "not applied: the informer's answer", cached: deploy("web", "u1", "100", 1), want: "Healthy"},
+		{name: "cache behind the apply", cached: deploy("web", "u1", "100", 1), applied: deploy("web", "u1", "105", 2),
+			want: "Progressing: applied; waiting for the watch to show it", wantRecheck: unobservedRecheck},
+		{name: "cache has the apply", cached: deploy("web", "u1", "105", 2), applied: deploy("web", "u1", "105", 2), want: "Healthy"},
+		{name: "cache newer than the apply", cached: deploy("web", "u1", "120", 3), applied: deploy("web", "u1", "105", 2), want: "Healthy"},
+		{name: "created, not cached yet", applied: deploy("web", "u2", "105", 1),
+			want: "Progressing: applied; waiting for the watch to show it", wantRecheck: unobservedRecheck},
+		{name: "never seen within the grace: the informer's answer", applied: deploy("web", "u2", "105", 1), appliedAgo: 2 * unobservedGrace,
+			want: "Missing: not found"},
+		{name: "resourceVersions not comparable: by generation, behind", cached: deploy("web", "u1", "a", 1), applied: deploy("web", "u1", "b", 2),
+			want: "Progressing: applied; waiting for the watch to show it", wantRecheck: unobservedRecheck},
+		{name: "resourceVersions not comparable: by generation, caught up", cached: deploy("web", "u1", "b", 2), applied: deploy("web", "u1", "c", 2),
+			want: "Healthy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+			fx := cacheFixture{live: map[string]*unstructured.Unstructured{}, health: map[string]health.Result{}}
+			if tc.cached != nil {
+				fx.live[fixtureKey(gvk, "shop", "web")] = tc.cached
+				fx.health[fixtureKey(gvk, "shop", "web")] = healthy
+			}
+			tr := &HealthTracker{Source: fx, Live: fx}
+			if tc.applied != nil {
+				tr.Applied(tc.applied)
+				a := tr.applied[gitstore.KeyOf(tc.applied)]
+				a.at = a.at.Add(-tc.appliedAgo)
+				tr.applied[gitstore.KeyOf(tc.applied)] = a
+			}
+			snap := snapshotOf(t, deploy("web", "", "", 0))
+			sum := tr.Summarize(context.Background(), &v1alpha1.Guard{}, snap)
+			got := string(sum.State)
+			if len(sum.Unhealthy) > 0 {
+				got = strings.TrimPrefix(sum.Unhealthy[0], "Deployment shop/web: ")
+			}
+			if got != tc.want || sum.RecheckAfter != tc.wantRecheck {
+				t.Fatalf("got %q (recheck %s), want %q (recheck %s)", got, sum.RecheckAfter, tc.want, tc.wantRecheck)
+			}
+			if _, still := tr.applied[gitstore.KeyOf(deploy("web", "", "", 0))]; still && tc.wantRecheck == 0 {
+				t.Fatalf("the apply is still remembered once the informer's answer stands")
+			}
+		})
+	}
+}
+
+func TestSummarizeWorstStateAndList(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	fx := cacheFixture{live: map[string]*unstructured.Unstructured{}, health: map[string]health.Result{}}
+	var objs []*unstructured.Unstructured
+	for i := range 25 {
+		name := fmt.Sprintf("d%02d", i)
+		objs = append(objs, deploy(name, "", "", 0))
+		r := health.Result{State: health.Healthy}
+		switch {
+		case i == 3:
+			r = health.Result{State: health.Degraded, Message: "progress deadline exceeded"}
+		case i >= 2:
+			r = health.Result{State: health.Progressing, Message: "1 of 2 replicas ready"}
+		}
+		fx.health[fixtureKey(gvk, "shop", name)] = r
+	}
+	tr := &HealthTracker{Source: fx, Live: fx}
+	snap := snapshotOf(t, objs...)
+
+	sum := tr.Summarize(context.Background(), &v1alpha1.Guard{}, snap)
+	if sum.State != health.Degraded || sum.Count != 23 || len(sum.Unhealthy) != maxUnhealthyListed+1 ||
+		sum.Unhealthy[maxUnhealthyListed] != "and 3 more" || sum.Unhealthy[1] != "Deployment shop/d03: Degraded: progress deadline exceeded" {
+		t.Fatalf("summary %+v", sum)
+	}
+
+	// healthChecks: only the objects named count.
+	g := &v1alpha1.Guard{Spec: v1alpha1.GuardSpec{HealthChecks: []v1alpha1.ObjectReference{
+		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "d00"},
+		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "d02"},
+	}}}
+	sum = tr.Summarize(context.Background(), g, snap)
+	if want := []string{"Deployment shop/d02: Progressing: 1 of 2 replicas ready"}; sum.State != health.Progressing || !reflect.DeepEqual(sum.Unhealthy, want) {
+		t.Fatalf("with healthChecks: %+v", sum)
+	}
+}
+
+func snapshotOf(t *testing.T, objs ...*unstructured.Unstructured) *gitstore.Snapshot {
+	t.Helper()
+	var list []*gitstore.Object
+	for _, u := range objs {
+		list = append(list, &gitstore.Object{Key: gitstore.KeyOf(u), Obj: u})
+	}
+	snap, err := gitstore.NewSnapshot("http://127.0.0.1/repo.git", "abc", list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func TestAppliedForgetsWhatNoSummaryAsksAbout(t *testing.T) {
+	tr := &HealthTracker{}
+	old := deploy("pruned", "u1", "10", 1)
+	tr.Applied(old)
+	a := tr.applied[gitstore.KeyOf(old)]
+	a.at = a.at.Add(-2 * unobservedGrace)
+	tr.applied[gitstore.KeyOf(old)] = a
+	tr.sweptAt = tr.sweptAt.Add(-2 * unobservedGrace)
+	tr.Applied(deploy("web", "u2", "20", 1))
+	if _, ok := tr.applied[gitstore.KeyOf(old)]; ok || len(tr.applied) != 1 {
+		t.Fatalf("remembered %v, want only web", tr.applied)
+	}
+}
