@@ -203,7 +203,16 @@ func (r *renderer) loadChart(dir string) (*chart.Chart, error) {
 	}
 	chrt, err := loader.LoadFiles(files)
 	if err != nil {
-		return nil, &RenderError{Path: path.Join(dir, chartFile), Err: fmt.Errorf("load chart: %w", err)}
+		re := &RenderError{Path: path.Join(dir, chartFile), Err: fmt.Errorf("load chart: %w", err)}
+		// "cannot load values.yaml: ... yaml: line 3: ..."
+		if m := helmLoadRE.FindStringSubmatch(err.Error()); m != nil {
+			re.Path = repoPath(dir, m[1])
+			var le *lineError
+			if errors.As(yamlLineOf(err), &le) {
+				re.Line = le.line
+			}
+		}
+		return nil, re
 	}
 	return chrt, nil
 }
@@ -237,7 +246,10 @@ func (r *renderer) helmValues(dir string) (map[string]any, error) {
 	return vals, nil
 }
 
-var yamlErrLineRE = regexp.MustCompile(`line (\d+): `)
+var (
+	yamlErrLineRE = regexp.MustCompile(`line (\d+): `)
+	helmLoadRE    = regexp.MustCompile(`^cannot load ([\w./-]+): `)
+)
 
 // yamlLineOf turns a YAML error that names a line into a lineError.
 func yamlLineOf(err error) error {

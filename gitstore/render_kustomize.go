@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,7 +113,7 @@ func (r *renderer) kustomize(dir, kfile string) []*Object {
 	}
 	rm, err := krusty.MakeKustomizer(opts).Run(kfs.mem, "/"+dir)
 	if err != nil {
-		r.fail(kustomizeError(kfile, err))
+		r.fail(r.kustomizeError(dir, kfile, err))
 		return nil
 	}
 
@@ -296,17 +297,36 @@ func isRemoteRef(ref string) bool {
 	return strings.Contains(first, "@")
 }
 
-var kustomizeFileRE = regexp.MustCompile(`(?:in File: |open |file )'?/([^\s':]+)`)
+var (
+	kustomizeAccumulateRE = regexp.MustCompile(`accumulating resources from '([^']+)'`)
+	kustomizeYAMLLineRE   = regexp.MustCompile(`^invalid Kustomization: yaml: line (\d+): `)
+)
 
 // kustomizeError turns an error of krusty into a RenderError naming the
-// kustomization, or the file the message names when it names one.
-func kustomizeError(kfile string, err error) error {
+// kustomization, or the resource file the message is about when it names
+// one that exists ("accumulating resources from 'a/b.yaml'", relative to
+// the folders named before it).
+func (r *renderer) kustomizeError(dir, kfile string, err error) error {
 	msg := err.Error()
-	where := kfile
-	if m := kustomizeFileRE.FindStringSubmatch(msg); m != nil && !strings.HasSuffix(m[1], "/") {
-		where = cleanDir(m[1])
+	re := &RenderError{Path: kfile, Err: fmt.Errorf("kustomize build %s: %s", dir, msg)}
+	if m := kustomizeYAMLLineRE.FindStringSubmatch(msg); m != nil {
+		re.Line, _ = strconv.Atoi(m[1])
 	}
-	return &RenderError{Path: where, Err: fmt.Errorf("kustomize build %s: %s", path.Dir(kfile), msg)}
+	cur := dir
+	for _, m := range kustomizeAccumulateRE.FindAllStringSubmatch(msg, -1) {
+		p := repoPath(cur, m[1])
+		info, statErr := fs.Stat(r.fsys, p)
+		if statErr != nil || strings.HasPrefix(path.Join(cur, m[1]), "..") {
+			break
+		}
+		if info.IsDir() {
+			cur = p
+			continue
+		}
+		re.Path = p
+		break
+	}
+	return re
 }
 
 // docAt is a document of a file: its line, kind and name.
