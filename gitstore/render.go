@@ -43,6 +43,19 @@ func Render(fsys fs.FS, dir string, src Source) ([]*Object, error) {
 // Errors are a *RenderError, or RenderErrors when there are several; fsys
 // is only read.
 func RenderWith(fsys fs.FS, dir string, src Source, opts RenderOptions) ([]*Object, error) {
+	objs, err := RenderAll(fsys, dir, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
+// RenderAll is RenderWith that also returns, next to the problems, every
+// object that did render, so that a check (driftguard validate) can go on
+// with them. Objects of a kustomization or chart that fails are missing.
+// An error that is not a *RenderError or RenderErrors (a bad age key, a bad
+// variable name) comes with no objects.
+func RenderAll(fsys fs.FS, dir string, src Source, opts RenderOptions) ([]*Object, error) {
 	r, err := newRenderer(fsys, src, opts)
 	if err != nil {
 		return nil, err
@@ -51,10 +64,7 @@ func RenderWith(fsys fs.FS, dir string, src Source, opts RenderOptions) ([]*Obje
 	if opts.substitute() {
 		objs = r.substituteAll(objs)
 	}
-	if err := r.err(); err != nil {
-		return nil, err
-	}
-	return objs, nil
+	return objs, r.err()
 }
 
 // render renders root: one file, a kustomization, a chart or a tree.

@@ -41,5 +41,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newRunCommand(logs), newDevCommand(logs), newPolicyCommand(), newDiffCommand(), newAuditCommand(), newHealthCommand(), newVersionCommand())
 	root.AddCommand(newAdoptCommand())
 	root.AddCommand(newRollbackCommand())
+	root.AddCommand(newValidateCommand())
 	return root
 }
