@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,7 +85,7 @@ func (r *renderer) helm(dir string) []*Object {
 		return nil
 	}
 	var e engine.Engine
-	files, err := e.Render(chrt, values)
+	files, err := e.RenderWithContext(context.Background(), chrt, values)
 	if err != nil {
 		r.fail(helmError(dir, err))
 		return nil

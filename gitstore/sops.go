@@ -136,7 +136,7 @@ func (k ageKeys) decrypt(p string, data []byte) ([]byte, error) {
 	if len(recipients) == 0 {
 		return nil, fmt.Errorf("SOPS-encrypted for %s only; driftguard decrypts with age keys", strings.Join(others, ", "))
 	}
-	svc := keyservice.NewCustomLocalClient(ageKeyService{ids: k.ids})
+	svc := keyservice.NewCustomLocalClient(ageKeyService(k))
 	dataKey, err := tree.Metadata.GetDataKeyWithKeyServices([]keyservice.KeyServiceClient{svc}, sops.DefaultDecryptionOrder)
 	if err != nil {
 		return nil, fmt.Errorf("SOPS decryption failed: none of the %s given matches the file's age recipients %s", plural(len(k.ids), "age key"), strings.Join(recipients, ", "))
