@@ -2,6 +2,8 @@ package gitstore
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -83,5 +85,14 @@ func TestRenderOptionsHash(t *testing.T) {
 	}
 	if (RenderOptions{}).Hash() == (RenderOptions{Vars: map[string]string{}}).Hash() {
 		t.Error("substitution on and off hash the same")
+	}
+}
+
+func TestRenderOptionsPrintNoValues(t *testing.T) {
+	o := RenderOptions{Vars: map[string]string{"PASSWORD": "hunter2"}, AgeKeys: []string{"AGE-SECRET-KEY-1XYZ"}, Helm: HelmOptions{ReleaseName: "web"}}
+	for _, s := range []string{o.String(), fmt.Sprintf("%v", o), fmt.Sprintf("%+v", o), fmt.Sprint(o.MarshalLog())} {
+		if strings.Contains(s, "hunter2") || strings.Contains(s, "AGE-SECRET-KEY") || !strings.Contains(s, "PASSWORD") {
+			t.Errorf("printed options %q: want variable names, no values or keys", s)
+		}
 	}
 }

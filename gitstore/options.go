@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 )
 
 // RenderOptions say how a path is rendered beyond reading its files. The
@@ -65,10 +68,15 @@ func (o RenderOptions) Hash() string {
 	h := sha256.New()
 	// Maps marshal with sorted keys, so equal options hash equally.
 	b, _ := json.Marshal(struct {
-		RenderOptions
-		Substitute bool `json:"substitute"`
-	}{o, o.substitute()})
+		Vars        map[string]string `json:"vars"`
+		Substitute  bool              `json:"substitute"`
+		ReleaseName string            `json:"releaseName"`
+		Namespace   string            `json:"namespace"`
+		ValuesFiles []string          `json:"valuesFiles"`
+	}{o.Vars, o.substitute(), o.Helm.ReleaseName, o.Helm.Namespace, o.Helm.ValuesFiles})
 	h.Write(b)
+	h.Write([]byte{0})
+	h.Write(o.Helm.Values)
 	keys := slices.Clone(o.AgeKeys)
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -78,3 +86,17 @@ func (o RenderOptions) Hash() string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// String describes the options without a value: variable names, the Helm
+// settings, the number of age keys (variables may come from Secrets).
+func (o RenderOptions) String() string {
+	vars := "off"
+	if o.substitute() {
+		vars = "[" + strings.Join(slices.Sorted(maps.Keys(o.Vars)), " ") + "]"
+	}
+	return fmt.Sprintf("{vars: %s, helm: {releaseName: %q, namespace: %q, valuesFiles: %q, values: %d bytes}, ageKeys: %d}",
+		vars, o.Helm.ReleaseName, o.Helm.Namespace, o.Helm.ValuesFiles, len(o.Helm.Values), len(o.AgeKeys))
+}
+
+// MarshalLog is what logr loggers print for the options: String.
+func (o RenderOptions) MarshalLog() any { return o.String() }
