@@ -36,6 +36,9 @@ type Request struct {
 	// "." are the root.
 	Path string
 	Auth *Auth
+	// Render says how Path is rendered: variables, Helm settings, SOPS
+	// keys. Snapshots are cached by (revision, Path, Render.Hash()).
+	Render RenderOptions
 }
 
 // FetchError is a failure to reach the remote, authenticate, resolve the
@@ -62,18 +65,49 @@ type Fetcher struct {
 }
 
 // remoteRepo is the on-disk cache of one remote and the last result of
-// every path rendered from it. mu serializes fetches of the remote.
+// every (path, render options) rendered from it. mu serializes fetches of
+// the remote.
 type remoteRepo struct {
 	mu   sync.Mutex
 	repo *git.Repository
-	last map[string]*rendered // by cleaned path
+	last map[renderKey]*rendered
+	tick uint64 // counts lookups, to find the least recently used entry
 }
+
+// renderKey is what a snapshot is rendered from besides the revision.
+type renderKey struct {
+	dir  string // cleaned path
+	opts string // RenderOptions.Hash
+}
+
+// maxRendered bounds the snapshots kept per remote: one per (path,
+// options) in use, so options that changed (new variables) do not pile up.
+const maxRendered = 16
 
 // rendered is the outcome of rendering one path at one revision.
 type rendered struct {
 	revision string
 	snap     *Snapshot
 	err      error // a render error, cached so a bad revision is not rendered again
+	used     uint64
+}
+
+// remember caches the outcome of k, dropping the least recently used
+// entry when the remote holds too many.
+func (rr *remoteRepo) remember(k renderKey, r *rendered) {
+	rr.tick++
+	r.used = rr.tick
+	rr.last[k] = r
+	for len(rr.last) > maxRendered {
+		var oldest renderKey
+		var at uint64
+		for key, e := range rr.last {
+			if at == 0 || e.used < at {
+				oldest, at = key, e.used
+			}
+		}
+		delete(rr.last, oldest)
+	}
 }
 
 // NewFetcher returns a Fetcher that keeps its repositories below cacheDir.
@@ -82,14 +116,17 @@ func NewFetcher(cacheDir string, log logr.Logger) *Fetcher {
 }
 
 // Fetch resolves req.Ref on the remote and returns the resolved commit SHA
-// and the Snapshot of req.Path at it. When the SHA equals the one of the last
-// successful Fetch of the same URL and Path, that Snapshot is returned
-// without fetching. Errors are a *FetchError (transient; it also carries
+// and the Snapshot of req.Path at it, rendered with req.Render. When the SHA
+// equals the one of the last successful Fetch of the same URL, Path and
+// render options, that Snapshot is returned without fetching or rendering;
+// when only the options changed, the commit is rendered again from the
+// cache without fetching. Errors are a *FetchError (transient; it also carries
 // credentials that do not fit the URL, a bad semver range and an untrusted
 // SSH host key, a *HostKeyError) or wrap a *RenderError; with a render
 // error the revision is still returned.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap *Snapshot, err error) {
 	dir := cleanDir(req.Path)
+	key := renderKey{dir: dir, opts: req.Render.Hash()}
 	rr := f.remote(req.URL)
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
@@ -118,7 +155,9 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	if rng != nil {
 		log = log.WithValues("semver", rng.text, "tag", refName.Short())
 	}
-	if last := rr.last[dir]; last != nil && last.revision == sha {
+	if last := rr.last[key]; last != nil && last.revision == sha {
+		rr.tick++
+		last.used = rr.tick
 		log.V(2).Info("revision unchanged")
 		return sha, last.snap, last.err
 	}
@@ -133,7 +172,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	}
 
 	src := Source{URL: req.URL, Revision: sha}
-	objs, err := Render(newTreeFS(tree, commit.Committer.When), dir, src)
+	objs, err := RenderWith(newTreeFS(tree, commit.Committer.When), dir, src, req.Render)
 	if err == nil {
 		snap, err = NewSnapshot(req.URL, sha, objs)
 	}
@@ -143,11 +182,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 			return sha, nil, fmt.Errorf("render %s at %s: %w", dir, sha, err)
 		}
 		err = fmt.Errorf("render %s at %s: %w", dir, sha, err)
-		rr.last[dir] = &rendered{revision: sha, err: err}
+		rr.remember(key, &rendered{revision: sha, err: err})
 		log.Info("render failed", "error", err.Error())
 		return sha, nil, err
 	}
-	rr.last[dir] = &rendered{revision: sha, snap: snap}
+	rr.remember(key, &rendered{revision: sha, snap: snap})
 	log.V(1).Info("fetched", "objects", len(snap.Objects))
 	return sha, snap, nil
 }
@@ -157,7 +196,7 @@ func (f *Fetcher) remote(u string) *remoteRepo {
 	defer f.mu.Unlock()
 	rr := f.repos[u]
 	if rr == nil {
-		rr = &remoteRepo{last: map[string]*rendered{}}
+		rr = &remoteRepo{last: map[renderKey]*rendered{}}
 		f.repos[u] = rr
 	}
 	return rr

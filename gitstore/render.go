@@ -11,59 +11,127 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Render reads the manifests below dir of fsys (the checked-out tree; ""
-// and "." are its root) and returns their objects in file order: files
-// sorted by path, then document order.
+// Render renders dir of fsys with the default options: no variable
+// substitution, no decryption, Helm release "release" in "default". See
+// RenderWith.
+func Render(fsys fs.FS, dir string, src Source) ([]*Object, error) {
+	return RenderWith(fsys, dir, src, RenderOptions{})
+}
+
+// RenderWith reads the manifests below dir of fsys (the checked-out tree;
+// "" and "." are its root) and returns their objects.
 //
-// Files ending in .yaml or .yml hold YAML documents separated by ---, files
+// A dir holding a kustomization.yaml (or kustomization.yml, or
+// Kustomization) is built with Kustomize; a dir holding a Chart.yaml is
+// rendered as a Helm chart with opts.Helm. Any other dir is walked: files
+// ending in .yaml or .yml hold YAML documents separated by ---, files
 // ending in .json JSON values; other files, and files and folders whose name
-// starts with a dot (.git, .github), are ignored. Empty documents are
-// skipped; a List (kind List or *List with items) expands to its items. Every
-// object needs apiVersion, kind and metadata.name.
+// starts with a dot (.git, .github), are ignored; a folder below dir that
+// holds a kustomization is built with Kustomize in place of its files (as
+// Flux does). Objects come in file order: paths sorted, then document
+// order. Empty documents are skipped; a List (kind List or *List with
+// items) expands to its items. Every object needs apiVersion, kind and
+// metadata.name.
+//
+// SOPS-encrypted files are decrypted in memory with opts.AgeKeys before
+// anything else reads them. With opts.Vars set, ${VAR} is then substituted
+// in every object.
 //
 // src is a template: URL and Revision are copied into every object's Source,
-// Path and Line are set per object. Errors are *RenderError.
-func Render(fsys fs.FS, dir string, src Source) ([]*Object, error) {
-	root := cleanDir(dir)
-	info, err := fs.Stat(fsys, root)
+// Path and Line are set per object (for Kustomize output the file the object
+// comes from, or the kustomization; for Helm output the chart's template).
+// Errors are a *RenderError, or RenderErrors when there are several; fsys
+// is only read.
+func RenderWith(fsys fs.FS, dir string, src Source, opts RenderOptions) ([]*Object, error) {
+	objs, err := RenderAll(fsys, dir, src, opts)
 	if err != nil {
-		return nil, &RenderError{Path: root, Err: fmt.Errorf("path not found in the repository: %w", unwrapPathError(err))}
-	}
-
-	var files []string
-	if !info.IsDir() {
-		files = []string{root}
-	} else {
-		err = fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return &RenderError{Path: p, Err: unwrapPathError(err)}
-			}
-			if p != root && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if d.Type().IsRegular() && manifestFormat(p) != "" {
-				files = append(files, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	sort.Strings(files)
-
-	var objs []*Object
-	for _, p := range files {
-		got, err := renderFile(fsys, p, src)
-		if err != nil {
-			return nil, err
-		}
-		objs = append(objs, got...)
+		return nil, err
 	}
 	return objs, nil
+}
+
+// RenderAll is RenderWith that also returns, next to the problems, every
+// object that did render, so that a check (driftguard validate) can go on
+// with them. Objects of a kustomization or chart that fails are missing.
+// An error that is not a *RenderError or RenderErrors (a bad age key, a bad
+// variable name) comes with no objects.
+func RenderAll(fsys fs.FS, dir string, src Source, opts RenderOptions) ([]*Object, error) {
+	r, err := newRenderer(fsys, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	objs := r.render(cleanDir(dir))
+	if opts.substitute() {
+		objs = r.substituteAll(objs)
+	}
+	return objs, r.err()
+}
+
+// render renders root: one file, a kustomization, a chart or a tree.
+func (r *renderer) render(root string) []*Object {
+	info, err := fs.Stat(r.fsys, root)
+	if err != nil {
+		r.fail(&RenderError{Path: root, Err: fmt.Errorf("path not found in the repository: %w", unwrapPathError(err))})
+		return nil
+	}
+	if !info.IsDir() {
+		return r.renderFile(root)
+	}
+	if k := kustomizationFile(r.fsys, root); k != "" {
+		return r.kustomize(root, k)
+	}
+	if isChart(r.fsys, root) {
+		return r.helm(root)
+	}
+
+	// A unit is a file, or a folder built with Kustomize, sorted by the
+	// path of the file (the kustomization's for a folder).
+	type unit struct{ path, kustomize string }
+	var units []unit
+	err = fs.WalkDir(r.fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			r.fail(&RenderError{Path: p, Err: unwrapPathError(err)})
+			return nil
+		}
+		if p == root {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if k := kustomizationFile(r.fsys, p); k != "" {
+				units = append(units, unit{path: k, kustomize: p})
+				return fs.SkipDir
+			}
+			if isChart(r.fsys, p) {
+				r.fail(&RenderError{Path: path.Join(p, chartFile), Err: fmt.Errorf("a Helm chart below the rendered path is not rendered; set the Guard's path to %s to render it", p)})
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && manifestFormat(p) != "" {
+			units = append(units, unit{path: p})
+		}
+		return nil
+	})
+	if err != nil {
+		r.fail(&RenderError{Path: root, Err: err})
+	}
+	sort.Slice(units, func(i, j int) bool { return units[i].path < units[j].path })
+
+	var objs []*Object
+	for _, u := range units {
+		if u.kustomize != "" {
+			objs = append(objs, r.kustomize(u.kustomize, u.path)...)
+			continue
+		}
+		objs = append(objs, r.renderFile(u.path)...)
+	}
+	return objs
 }
 
 // cleanDir turns a repository path into an fs.FS path.
@@ -93,10 +161,14 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-func renderFile(fsys fs.FS, p string, src Source) ([]*Object, error) {
-	data, err := fs.ReadFile(fsys, p)
+// renderFile renders one manifest file, decrypted when it is
+// SOPS-encrypted; a decrypted file's objects keep the lines of the
+// encrypted documents, which are the lines in Git.
+func (r *renderer) renderFile(p string) []*Object {
+	data, encLines, err := r.readManifest(p)
 	if err != nil {
-		return nil, &RenderError{Path: p, Err: fmt.Errorf("read: %w", unwrapPathError(err))}
+		r.fail(err)
+		return nil
 	}
 	var docs []document
 	if manifestFormat(p) == "json" {
@@ -105,20 +177,33 @@ func renderFile(fsys fs.FS, p string, src Source) ([]*Object, error) {
 		docs, err = decodeYAML(data)
 	}
 	if err != nil {
-		return nil, fileError(p, err)
+		if encLines != nil {
+			// A line of the decrypted text points nowhere in Git.
+			r.fail(&RenderError{Path: p, Err: fmt.Errorf("decrypted content: %w", err)})
+			return nil
+		}
+		r.fail(fileError(p, err))
+		return nil
 	}
 	var objs []*Object
-	for _, doc := range docs {
+	for i, doc := range docs {
+		if encLines != nil {
+			doc.line, doc.itemLines = 1, nil
+			if i < len(encLines) {
+				doc.line = encLines[i]
+			}
+		}
 		got, err := documentObjects(doc.value, doc.line, doc.itemLines)
 		if err != nil {
-			return nil, fileError(p, err)
+			r.fail(fileError(p, err))
+			continue
 		}
 		for _, o := range got {
-			o.Source = Source{URL: src.URL, Revision: src.Revision, Path: p, Line: o.Source.Line}
+			o.Source = Source{URL: r.src.URL, Revision: r.src.Revision, Path: p, Line: o.Source.Line}
 		}
 		objs = append(objs, got...)
 	}
-	return objs, nil
+	return objs
 }
 
 func fileError(p string, err error) error {

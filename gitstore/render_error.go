@@ -1,6 +1,9 @@
 package gitstore
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // RenderError is a problem with the content of the repository: a manifest
 // that does not parse, lacks a required field, or collides with another.
@@ -32,4 +35,34 @@ func (e *lineError) Unwrap() error { return e.err }
 
 func errAt(line int, format string, args ...any) error {
 	return &lineError{line: line, err: fmt.Errorf(format, args...)}
+}
+
+// RenderErrors are several problems found in one render, in the order
+// found. errors.As finds the first *RenderError in it.
+type RenderErrors []*RenderError
+
+func (e RenderErrors) Error() string {
+	var b strings.Builder
+	for i, re := range e {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(re.Error())
+	}
+	return b.String()
+}
+
+func (e RenderErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, re := range e {
+		out[i] = re
+	}
+	return out
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -54,20 +54,23 @@ func (s *Snapshot) Claim() (first bool, release func()) {
 }
 
 // NewSnapshot indexes objs by key. Two objects with the same key are a
-// *RenderError at the second one that names both places.
+// *RenderError at the second one that names both places; several such
+// pairs are RenderErrors.
 func NewSnapshot(url, revision string, objs []*Object) (*Snapshot, error) {
 	s := &Snapshot{URL: url, Revision: revision, Objects: objs, byKey: make(map[ObjectKey]*Object, len(objs))}
 	seen := map[schema.GroupVersionKind]bool{}
+	var dups RenderErrors
 	for i, o := range objs {
 		if o == nil || o.Obj == nil {
 			return nil, fmt.Errorf("new snapshot: object %d is nil", i)
 		}
 		if prev, dup := s.byKey[o.Key]; dup {
-			return nil, &RenderError{
+			dups = append(dups, &RenderError{
 				Path: o.Source.Path,
 				Line: o.Source.Line,
 				Err:  fmt.Errorf("duplicate object %s, first defined at %s:%d", o.Key, prev.Source.Path, prev.Source.Line),
-			}
+			})
+			continue
 		}
 		s.byKey[o.Key] = o
 		gvk := o.Obj.GroupVersionKind()
@@ -75,6 +78,13 @@ func NewSnapshot(url, revision string, objs []*Object) (*Snapshot, error) {
 			seen[gvk] = true
 			s.kinds = append(s.kinds, gvk)
 		}
+	}
+	switch len(dups) {
+	case 0:
+	case 1:
+		return nil, dups[0]
+	default:
+		return nil, dups
 	}
 	sortGVKs(s.kinds)
 	return s, nil

@@ -13,7 +13,8 @@ import (
 )
 
 // Request builds what the fetcher needs from a Guard's spec: where, which
-// revision, which path, and the credentials of spec.secretRef.
+// revision, which path, the credentials of spec.secretRef, and how to
+// render (see RenderOptions).
 func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (gitstore.Request, error) {
 	req := gitstore.Request{URL: g.Spec.URL, Ref: g.Spec.Ref, SemVer: g.Spec.SemVer, Path: g.Spec.Path}
 	auth, err := Auth(ctx, c, g, defaultNamespace)
@@ -21,6 +22,9 @@ func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNam
 		return req, err
 	}
 	req.Auth = auth
+	if req.Render, err = RenderOptions(ctx, c, g, defaultNamespace); err != nil {
+		return req, err
+	}
 	return req, nil
 }
 

@@ -42,5 +42,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newAdoptCommand())
 	root.AddCommand(newRollbackCommand())
 	root.AddCommand(newSyncCommand())
+	root.AddCommand(newValidateCommand())
 	return root
 }

@@ -1,0 +1,102 @@
+package gitstore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// RenderOptions say how a path is rendered beyond reading its files. The
+// zero value renders plain YAML, Kustomize and Helm with their defaults,
+// substitutes nothing and decrypts nothing.
+type RenderOptions struct {
+	// Vars are substituted for ${NAME} and ${NAME:=default} in every
+	// rendered object. Nil turns substitution off, so that manifests
+	// holding ${...} for another tool are left alone; an empty, non-nil map
+	// turns it on (every ${NAME} without a default is then an error).
+	Vars map[string]string `json:"vars,omitempty"`
+	// Helm says how a path holding a Chart.yaml is rendered.
+	Helm HelmOptions `json:"helm"`
+	// AgeKeys are age identities (AGE-SECRET-KEY-1...), one or more per
+	// string, that decrypt SOPS-encrypted files. Without keys a
+	// SOPS-encrypted file is an error.
+	AgeKeys []string `json:"-"`
+}
+
+// HelmOptions are the settings of a Helm release rendered from Git.
+type HelmOptions struct {
+	// ReleaseName is .Release.Name; empty means "release".
+	ReleaseName string `json:"releaseName,omitempty"`
+	// Namespace is .Release.Namespace and the namespace of rendered objects
+	// that name none; empty means "default".
+	Namespace string `json:"namespace,omitempty"`
+	// ValuesFiles are paths relative to the chart folder, merged in order
+	// over the chart's values.yaml.
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// Values is a JSON object merged last, over the values files.
+	Values json.RawMessage `json:"values,omitempty"`
+}
+
+// DefaultReleaseName is the Helm release name when none is given.
+const DefaultReleaseName = "release"
+
+func (h HelmOptions) releaseName() string {
+	if h.ReleaseName == "" {
+		return DefaultReleaseName
+	}
+	return h.ReleaseName
+}
+
+func (h HelmOptions) namespace() string {
+	if h.Namespace == "" {
+		return "default"
+	}
+	return h.Namespace
+}
+
+// substitute reports whether ${VAR} substitution is on.
+func (o RenderOptions) substitute() bool { return o.Vars != nil }
+
+// Hash identifies the options: two options with the same hash render a
+// revision the same way. It is a hex SHA-256; the keys enter it hashed, so
+// it reveals no secret.
+func (o RenderOptions) Hash() string {
+	h := sha256.New()
+	// Maps marshal with sorted keys, so equal options hash equally.
+	b, _ := json.Marshal(struct {
+		Vars        map[string]string `json:"vars"`
+		Substitute  bool              `json:"substitute"`
+		ReleaseName string            `json:"releaseName"`
+		Namespace   string            `json:"namespace"`
+		ValuesFiles []string          `json:"valuesFiles"`
+	}{o.Vars, o.substitute(), o.Helm.ReleaseName, o.Helm.Namespace, o.Helm.ValuesFiles})
+	h.Write(b)
+	h.Write([]byte{0})
+	h.Write(o.Helm.Values)
+	keys := slices.Clone(o.AgeKeys)
+	slices.Sort(keys)
+	for _, k := range keys {
+		s := sha256.Sum256([]byte(k))
+		h.Write([]byte{0})
+		h.Write(s[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// String describes the options without a value: variable names, the Helm
+// settings, the number of age keys (variables may come from Secrets).
+func (o RenderOptions) String() string {
+	vars := "off"
+	if o.substitute() {
+		vars = "[" + strings.Join(slices.Sorted(maps.Keys(o.Vars)), " ") + "]"
+	}
+	return fmt.Sprintf("{vars: %s, helm: {releaseName: %q, namespace: %q, valuesFiles: %q, values: %d bytes}, ageKeys: %d}",
+		vars, o.Helm.ReleaseName, o.Helm.Namespace, o.Helm.ValuesFiles, len(o.Helm.Values), len(o.AgeKeys))
+}
+
+// MarshalLog is what logr loggers print for the options: String.
+func (o RenderOptions) MarshalLog() any { return o.String() }

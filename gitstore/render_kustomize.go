@@ -1,0 +1,382 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// kustomizationFiles are the names Kustomize looks for, in its order.
+var kustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// originAnnotation is where Kustomize records the file a resource comes
+// from when buildMetadata holds originAnnotations.
+const originAnnotation = "config.kubernetes.io/origin"
+
+// kustomizationFile returns the path of the kustomization file in dir, or "".
+func kustomizationFile(fsys fs.FS, dir string) string {
+	for _, name := range kustomizationFiles {
+		p := path.Join(dir, name)
+		if info, err := fs.Stat(fsys, p); err == nil && info.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// kustomizeFS is the repository tree copied into Kustomize's in-memory
+// file system (below /), with SOPS-encrypted files decrypted where the
+// keys allow. Kustomize reads nothing else: no disk, no network.
+type kustomizeFS struct {
+	mem filesys.FileSystem
+	// undecrypted holds, by repository path, why an encrypted file could
+	// not be decrypted; it stays encrypted in mem, and only an object that
+	// comes from it is an error.
+	undecrypted map[string]error
+}
+
+// kustomizeTree copies the tree into memory once per render.
+func (r *renderer) kustomizeTree() (*kustomizeFS, error) {
+	if r.kfs != nil {
+		return r.kfs, nil
+	}
+	k := &kustomizeFS{mem: filesys.MakeFsInMemory(), undecrypted: map[string]error{}}
+	err := fs.WalkDir(r.fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return &RenderError{Path: p, Err: unwrapPathError(err)}
+		}
+		if d.IsDir() {
+			if p != "." && d.Name() == ".git" {
+				return fs.SkipDir
+			}
+			return k.mem.MkdirAll("/" + p)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := fs.ReadFile(r.fsys, p)
+		if err != nil {
+			return &RenderError{Path: p, Err: fmt.Errorf("read: %w", unwrapPathError(err))}
+		}
+		if manifestFormat(p) != "" && isSOPS(p, data) {
+			if plain, err := r.keys.decrypt(p, data); err == nil {
+				data = plain
+			} else {
+				k.undecrypted[p] = err
+			}
+		}
+		return k.mem.WriteFile("/"+p, data)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.kfs = k
+	return k, nil
+}
+
+// kustomize builds the kustomization in dir (kfile is its file) with
+// krusty, as `kustomize build` does, with remote bases and resources,
+// exec and container plugins, and Helm charts turned off.
+func (r *renderer) kustomize(dir, kfile string) []*Object {
+	kfs, err := r.kustomizeTree()
+	if err != nil {
+		r.fail(err)
+		return nil
+	}
+	if err := checkLocal(kfs.mem, dir, map[string]bool{}); err != nil {
+		r.fail(err)
+		return nil
+	}
+	userOrigins, err := requestOrigins(kfs.mem, kfile)
+	if err != nil {
+		r.fail(&RenderError{Path: kfile, Err: err})
+		return nil
+	}
+	opts := &krusty.Options{
+		Reorder:           krusty.ReorderOptionNone,
+		AddManagedbyLabel: false,
+		// The in-memory tree holds only the repository: a reference that
+		// leaves a kustomization's folder stays inside it.
+		LoadRestrictions: types.LoadRestrictionsNone,
+		PluginConfig:     types.DisabledPluginConfig(),
+	}
+	rm, err := krusty.MakeKustomizer(opts).Run(kfs.mem, "/"+dir)
+	if err != nil {
+		r.fail(r.kustomizeError(dir, kfile, err))
+		return nil
+	}
+
+	var objs []*Object
+	for _, res := range rm.Resources() {
+		m, err := res.Map()
+		if err != nil {
+			r.fail(&RenderError{Path: kfile, Err: fmt.Errorf("kustomize output %s: %w", res.CurId(), err)})
+			continue
+		}
+		where, line := kfile, 0
+		origin, _ := res.GetOrigin()
+		if origin != nil && origin.Repo == "" {
+			switch {
+			case origin.Path != "":
+				where = repoPath(dir, origin.Path)
+				line = r.lineOf(where, res.GetKind(), res.GetName())
+			case origin.ConfiguredIn != "":
+				where = repoPath(dir, origin.ConfiguredIn)
+			}
+		}
+		if !userOrigins {
+			dropAnnotation(m, originAnnotation)
+		}
+		if _, encrypted := m["sops"]; encrypted {
+			reason := kfs.undecrypted[where]
+			if reason == nil {
+				reason = errors.New("the object is SOPS-encrypted and was not decrypted")
+			}
+			r.fail(&RenderError{Path: where, Line: line, Err: reason})
+			continue
+		}
+		if err := validate(m); err != nil {
+			r.fail(&RenderError{Path: where, Line: line, Err: err})
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		objs = append(objs, &Object{Key: KeyOf(u), Obj: u, Source: Source{URL: r.src.URL, Revision: r.src.Revision, Path: where, Line: line}})
+	}
+	return objs
+}
+
+// requestOrigins turns on Kustomize's origin annotations in the
+// kustomization at kfile, so that every object names the file it comes
+// from. It reports whether the kustomization asked for them itself (then
+// they stay on the objects). A kustomization that does not parse is left
+// for Kustomize to report.
+func requestOrigins(mem filesys.FileSystem, kfile string) (bool, error) {
+	data, err := mem.ReadFile("/" + kfile)
+	if err != nil {
+		return false, err
+	}
+	var k map[string]any
+	if err := yaml.Unmarshal(data, &k); err != nil || k == nil {
+		return false, nil //nolint:nilerr // Kustomize reports it with its own words
+	}
+	meta, _ := k["buildMetadata"].([]any)
+	if slices.Contains(meta, any(types.OriginAnnotations)) {
+		return true, nil
+	}
+	k["buildMetadata"] = append(meta, types.OriginAnnotations)
+	out, err := yaml.Marshal(k)
+	if err != nil {
+		return false, err
+	}
+	return false, mem.WriteFile("/"+kfile, out)
+}
+
+func dropAnnotation(m map[string]any, key string) {
+	md, _ := m["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	if ann == nil {
+		return
+	}
+	delete(ann, key)
+	if len(ann) == 0 {
+		delete(md, "annotations")
+	}
+}
+
+// checkLocal refuses a kustomization, or one it includes, that refers to
+// anything outside the repository: a remote base or resource (a Git URL,
+// a github.com path, user@host:repo) or an http(s) file. Kustomize would
+// clone or download it; the guard renders only what Git holds.
+func checkLocal(mem filesys.FileSystem, dir string, seen map[string]bool) error {
+	if seen[dir] {
+		return nil
+	}
+	seen[dir] = true
+	var kfile string
+	for _, name := range kustomizationFiles {
+		if p := path.Join(dir, name); mem.Exists("/" + p) {
+			kfile = p
+			break
+		}
+	}
+	if kfile == "" {
+		return nil
+	}
+	data, err := mem.ReadFile("/" + kfile)
+	if err != nil {
+		return &RenderError{Path: kfile, Err: err}
+	}
+	var k types.Kustomization
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return nil //nolint:nilerr // Kustomize reports it with its own words
+	}
+	k.FixKustomization()
+	remote := func(field, ref string) error {
+		return &RenderError{Path: kfile, Err: fmt.Errorf("%s %q is remote; remote bases and resources are disabled, keep everything in this repository", field, ref)}
+	}
+	for _, list := range []struct {
+		field string
+		refs  []string
+	}{{"resource", k.Resources}, {"component", k.Components}, {"generator", k.Generators}, {"transformer", k.Transformers}, {"validator", k.Validators}} {
+		for _, ref := range list.refs {
+			if strings.Contains(ref, "\n") {
+				continue // an inline generator or transformer
+			}
+			if isRemoteRef(ref) {
+				return remote(list.field, ref)
+			}
+			if sub := cleanDir(path.Join(dir, ref)); mem.IsDir("/" + sub) {
+				if err := checkLocal(mem, sub, seen); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	files := slices.Concat(k.Crds, k.Configurations)
+	for _, p := range k.Patches {
+		files = append(files, p.Path)
+	}
+	for _, r := range k.Replacements {
+		files = append(files, r.Path)
+	}
+	for _, g := range k.ConfigMapGenerator {
+		files = append(files, generatorFiles(g.KvPairSources)...)
+	}
+	for _, g := range k.SecretGenerator {
+		files = append(files, generatorFiles(g.KvPairSources)...)
+	}
+	files = append(files, k.OpenAPI["path"])
+	for _, f := range files {
+		if isRemoteFile(f) {
+			return remote("file", f)
+		}
+	}
+	if len(k.HelmCharts) > 0 || len(k.HelmChartInflationGenerator) > 0 {
+		return &RenderError{Path: kfile, Err: errors.New("helmCharts are not rendered inside a kustomization; point a Guard's path at the chart and use spec.helm")}
+	}
+	return nil
+}
+
+func generatorFiles(s types.KvPairSources) []string {
+	out := slices.Concat(s.EnvSources, []string{s.EnvSource})
+	for _, f := range s.FileSources {
+		if _, p, ok := strings.Cut(f, "="); ok {
+			f = p
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// isRemoteFile reports whether Kustomize would download p.
+func isRemoteFile(p string) bool {
+	l := strings.ToLower(p)
+	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
+}
+
+// isRemoteRef reports whether Kustomize would treat a resource reference as
+// a Git repository to clone: it has a scheme (https://, ssh://, file://),
+// the git:: prefix, a user (git@host:org/repo), or names github.com.
+func isRemoteRef(ref string) bool {
+	l := strings.ToLower(ref)
+	if strings.Contains(l, "://") || strings.HasPrefix(l, "git::") || strings.HasPrefix(l, "github.com") {
+		return true
+	}
+	first, _, _ := strings.Cut(ref, "/")
+	return strings.Contains(first, "@")
+}
+
+var (
+	kustomizeAccumulateRE = regexp.MustCompile(`accumulating resources from '([^']+)'`)
+	kustomizeYAMLLineRE   = regexp.MustCompile(`^invalid Kustomization: yaml: line (\d+): `)
+)
+
+// kustomizeError turns an error of krusty into a RenderError naming the
+// kustomization, or the resource file the message is about when it names
+// one that exists ("accumulating resources from 'a/b.yaml'", relative to
+// the folders named before it).
+func (r *renderer) kustomizeError(dir, kfile string, err error) error {
+	msg := err.Error()
+	re := &RenderError{Path: kfile, Err: fmt.Errorf("kustomize build %s: %s", dir, msg)}
+	if m := kustomizeYAMLLineRE.FindStringSubmatch(msg); m != nil {
+		re.Line, _ = strconv.Atoi(m[1])
+	}
+	cur := dir
+	for _, m := range kustomizeAccumulateRE.FindAllStringSubmatch(msg, -1) {
+		p := repoPath(cur, m[1])
+		info, statErr := fs.Stat(r.fsys, p)
+		if statErr != nil || strings.HasPrefix(path.Join(cur, m[1]), "..") {
+			break
+		}
+		if info.IsDir() {
+			cur = p
+			continue
+		}
+		re.Path = p
+		break
+	}
+	return re
+}
+
+// docAt is a document of a file: its line, kind and name.
+type docAt struct {
+	line       int
+	kind, name string
+}
+
+// lineOf finds the line in file p where the document of the object with
+// this kind and name starts: the document with that kind whose name is
+// name or part of it (Kustomize adds prefixes, suffixes and hashes), or
+// the only document of the file; 0 when it cannot tell.
+func (r *renderer) lineOf(p, kind, name string) int {
+	if r.fileDocs == nil {
+		r.fileDocs = map[string][]docAt{}
+	}
+	docs, ok := r.fileDocs[p]
+	if !ok {
+		data, err := fs.ReadFile(r.fsys, p)
+		if err == nil {
+			var decoded []document
+			if manifestFormat(p) == "json" {
+				decoded, _ = decodeJSON(data)
+			} else {
+				decoded, _ = decodeYAML(data)
+			}
+			for _, d := range decoded {
+				m, _ := d.value.(map[string]any)
+				md, _ := m["metadata"].(map[string]any)
+				k, _ := m["kind"].(string)
+				n, _ := md["name"].(string)
+				docs = append(docs, docAt{line: d.line, kind: k, name: n})
+			}
+		}
+		r.fileDocs[p] = docs
+	}
+	if len(docs) == 1 {
+		return docs[0].line
+	}
+	best := 0
+	for _, d := range docs {
+		if d.kind != kind || d.name == "" {
+			continue
+		}
+		if d.name == name {
+			return d.line
+		}
+		if best == 0 && strings.Contains(name, d.name) {
+			best = d.line
+		}
+	}
+	return best
+}

@@ -1,0 +1,137 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/gitstore"
+)
+
+// AgeKeySuffix marks the keys of a decryption Secret that hold age keys.
+const AgeKeySuffix = ".agekey"
+
+// RenderOptions reads how a Guard's path is rendered: the variables of
+// spec.vars and spec.varsFrom, the Helm settings (the release is named
+// after the Guard unless spec.helm.releaseName says otherwise), and the age
+// keys of spec.decryption. Errors name the field, object and key at fault,
+// never a value.
+func RenderOptions(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (gitstore.RenderOptions, error) {
+	var opts gitstore.RenderOptions
+	vars, err := Vars(ctx, c, g, defaultNamespace)
+	if err != nil {
+		return opts, err
+	}
+	opts.Vars = vars
+	opts.Helm.ReleaseName = g.Name
+	if h := g.Spec.Helm; h != nil {
+		if h.ReleaseName != "" {
+			opts.Helm.ReleaseName = h.ReleaseName
+		}
+		opts.Helm.Namespace = h.Namespace
+		opts.Helm.ValuesFiles = h.ValuesFiles
+		if h.Values != nil {
+			opts.Helm.Values = h.Values.Raw
+		}
+	}
+	if d := g.Spec.Decryption; d != nil {
+		if d.Provider != "" && d.Provider != "sops" {
+			return opts, fmt.Errorf("spec.decryption.provider %q is not supported, only sops", d.Provider)
+		}
+		data, err := secretData(ctx, c, d.SecretRef, defaultNamespace)
+		if err != nil {
+			return opts, fmt.Errorf("spec.decryption.secretRef: %w", err)
+		}
+		if opts.AgeKeys, err = AgeKeys(data); err != nil {
+			return opts, fmt.Errorf("spec.decryption.secretRef %s: %w", secretName(d.SecretRef, defaultNamespace), err)
+		}
+	}
+	return opts, nil
+}
+
+// AgeKeys returns the values of the keys ending in .agekey, sorted by key,
+// checking each is an age identity.
+func AgeKeys(data map[string][]byte) ([]string, error) {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		if !strings.HasSuffix(k, AgeKeySuffix) {
+			continue
+		}
+		if err := gitstore.CheckAgeKey(string(data[k])); err != nil {
+			return nil, fmt.Errorf("key %s: %w", k, err)
+		}
+		out = append(out, string(data[k]))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no key ending in %s", AgeKeySuffix)
+	}
+	return out, nil
+}
+
+// Vars returns the substitution variables of a Guard: the data of the
+// ConfigMaps and Secrets of spec.varsFrom in order (later entries win),
+// then spec.vars over all. It returns nil, turning substitution off, when
+// the Guard names neither.
+func Vars(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (map[string]string, error) {
+	if g.Spec.Vars == nil && len(g.Spec.VarsFrom) == 0 {
+		return nil, nil
+	}
+	vars := map[string]string{}
+	for i, ref := range g.Spec.VarsFrom {
+		field := fmt.Sprintf("spec.varsFrom[%d]", i)
+		ns := ref.Namespace
+		if ns == "" {
+			ns = defaultNamespace
+		}
+		key := types.NamespacedName{Namespace: ns, Name: ref.Name}
+		var data map[string]string
+		switch ref.Kind {
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			err := c.Get(ctx, key, &cm)
+			if apierrors.IsNotFound(err) && ref.Optional {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: configmap %s: %w", field, key, err)
+			}
+			data = cm.Data
+		case "Secret":
+			var s corev1.Secret
+			err := c.Get(ctx, key, &s)
+			if apierrors.IsNotFound(err) && ref.Optional {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: secret %s: %w", field, key, err)
+			}
+			data = make(map[string]string, len(s.Data))
+			for k, v := range s.Data {
+				data[k] = string(v)
+			}
+		default:
+			return nil, fmt.Errorf("%s.kind %q is not ConfigMap or Secret", field, ref.Kind)
+		}
+		for k, v := range data {
+			if err := gitstore.CheckVarName(k); err != nil {
+				return nil, fmt.Errorf("%s: %s %s: key %w", field, strings.ToLower(ref.Kind), key, err)
+			}
+			vars[k] = v
+		}
+	}
+	for k, v := range g.Spec.Vars {
+		if err := gitstore.CheckVarName(k); err != nil {
+			return nil, fmt.Errorf("spec.vars: %w", err)
+		}
+		vars[k] = v
+	}
+	return vars, nil
+}
