@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -48,7 +49,10 @@ type Options struct {
 	ReceiverAddr  string
 	ReceiverToken string
 
-	PolicyDir        string
+	PolicyDir string
+	// PolicyGit is GUARD:PATH: the policy is the Rego files below PATH in
+	// the repository of Guard GUARD, at the revision it has in force.
+	PolicyGit        string
 	GuardUsers       []string
 	BreakGlassGroups []string
 
@@ -128,6 +132,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReceiverAddr, "receiver-addr", o.ReceiverAddr, "address of the Git push receiver (POST /hook from GitHub, GitLab, Gitea or a script reconciles that repository's Guards at once); empty disables it")
 	fs.StringVar(&o.ReceiverToken, "receiver-token", o.ReceiverToken, "shared secret push notifications must carry (X-Driftguard-Token, X-Gitlab-Token, or GitHub's X-Hub-Signature-256); env DRIFTGUARD_RECEIVER_TOKEN")
 	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "folder of Rego files (package driftguard) to use instead of the built-in policy; reloaded on change")
+	fs.StringVar(&o.PolicyGit, "policy-git", o.PolicyGit, "GUARD:PATH: take the policy from the Rego files below PATH in Guard GUARD's repository, at the revision that Guard has in force (instead of --policy-dir)")
 	fs.StringSliceVar(&o.GuardUsers, "guard-users", o.GuardUsers, "extra identities always allowed (the guard's own identity is found at start-up)")
 	fs.StringSliceVar(&o.BreakGlassGroups, "break-glass-groups", o.BreakGlassGroups, "groups whose members may change managed objects with a driftguard.io/break-glass annotation")
 
@@ -140,12 +145,29 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 }
 
 // Validate checks option values, naming the flag at fault.
+// PolicyGitSource splits --policy-git into the Guard and the path.
+func (o *Options) PolicyGitSource() (guard, path string, err error) {
+	guard, path, ok := strings.Cut(o.PolicyGit, ":")
+	if !ok || guard == "" || path == "" {
+		return "", "", fmt.Errorf("--policy-git %q: want GUARD:PATH, e.g. platform:policies", o.PolicyGit)
+	}
+	return guard, path, nil
+}
+
 func (o *Options) Validate() error {
 	if o.FailurePolicy != "Fail" && o.FailurePolicy != "Ignore" {
 		return fmt.Errorf("--failure-policy: %q is neither Fail nor Ignore", o.FailurePolicy)
 	}
 	if o.WebhookTimeout < time.Second || o.WebhookTimeout > 30*time.Second {
 		return fmt.Errorf("--webhook-timeout: %s is outside 1s..30s", o.WebhookTimeout)
+	}
+	if o.PolicyGit != "" {
+		if o.PolicyDir != "" {
+			return fmt.Errorf("--policy-git and --policy-dir exclude each other")
+		}
+		if _, _, err := o.PolicyGitSource(); err != nil {
+			return err
+		}
 	}
 	if o.Concurrent < 1 {
 		return fmt.Errorf("--concurrent: must be at least 1, got %d", o.Concurrent)

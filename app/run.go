@@ -148,6 +148,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	// Policy.
 	engine := policy.NewEngine(policy.Config{GuardUsers: append([]string{self}, o.GuardUsers...), BreakGlassGroups: o.BreakGlassGroups}, log.WithName("policy"))
 	if o.PolicyDir != "" {
+		engine.OnLoadError(func(err error) {
+			auditLog.Log(context.Background(), audit.Record{Type: audit.Error, Operation: "POLICY", Error: err.Error(), Source: &audit.Source{URL: "file://" + o.PolicyDir}})
+		})
 		if err := engine.LoadDir(o.PolicyDir); err != nil {
 			log.Error(err, "policy does not compile; the built-in policy serves until it does", "dir", o.PolicyDir)
 		}
@@ -213,6 +216,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	if webhookRules != nil {
 		rec.Protect = webhookRules.Sync
+	}
+	if o.PolicyGit != "" {
+		guard, path, _ := o.PolicyGitSource() // checked by Validate
+		rec.Policy = &reconcile.PolicySource{Guard: guard, Path: path, Load: engine.Load}
 	}
 	healthTracker.OnChange = rec.HealthChanged
 	if err := rec.SetupWithManager(mgr); err != nil {

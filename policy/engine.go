@@ -47,7 +47,16 @@ type Engine struct {
 
 	loadMu sync.Mutex // serializes Load, LoadDir and Watch
 	cur    atomic.Pointer[prepared]
-	onLoad func(modules map[string]string)
+	onLoad      func(modules map[string]string)
+	onLoadError func(err error)
+}
+
+// OnLoadError sets a function called with the error of every policy that
+// fails to load (the last good policy keeps serving).
+func (e *Engine) OnLoadError(fn func(err error)) {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	e.onLoadError = fn
 }
 
 // OnLoad sets a function called with the modules of every policy that
@@ -134,6 +143,20 @@ func (e *Engine) LoadDir(dir string) error {
 func (e *Engine) load(modules map[string]string, baseDir, revPrefix string) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
+	err := e.compile(modules, baseDir, revPrefix)
+	if err != nil {
+		policyLoads.WithLabelValues("failed").Inc()
+		if e.onLoadError != nil {
+			e.onLoadError(err)
+		}
+		return err
+	}
+	policyLoads.WithLabelValues("loaded").Inc()
+	return nil
+}
+
+// compile parses, compiles and prepares modules and swaps them in.
+func (e *Engine) compile(modules map[string]string, baseDir, revPrefix string) error {
 
 	display := func(name string) string {
 		if baseDir == "" || name == "" {

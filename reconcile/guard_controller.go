@@ -37,6 +37,7 @@ import (
 // Fetcher is the part of gitstore.Fetcher the reconciler uses.
 type Fetcher interface {
 	Fetch(ctx context.Context, req gitstore.Request) (string, *gitstore.Snapshot, error)
+	Files(url, revision, dir string, match func(name string) bool) (map[string]string, error)
 }
 
 // DriftState is what the drift watcher knows: how many objects of a guard
@@ -74,6 +75,9 @@ type GuardReconciler struct {
 	Events events.EventRecorder
 	// Concurrent is how many Guards are reconciled at once (default 4).
 	Concurrent int
+	// Policy, when set, takes the admission policy from a path in one
+	// Guard's repository, at the revision that Guard has in force.
+	Policy *PolicySource
 	// Shard, when set, limits the reconciler to Guards labelled
 	// driftguard.io/shard=Shard; unset, to Guards without that label.
 	Shard string
@@ -354,6 +358,10 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		if err := r.Protect(ctx); err != nil {
 			log.Error(err, "webhook rules not updated; self-heal still reverts changes to new kinds")
 		}
+	}
+
+	if r.Policy != nil && r.Policy.Guard == g.Name {
+		r.loadPolicy(ctx, g, req, rev)
 	}
 
 	// 6. Apply.

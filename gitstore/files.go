@@ -1,0 +1,57 @@
+package gitstore
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Files returns the files below dir (recursively, hidden files and folders
+// left out) whose name match accepts, at a revision of url that an earlier
+// Fetch brought into the cache. Keys are paths from the repository root.
+func (f *Fetcher) Files(url, revision, dir string, match func(name string) bool) (map[string]string, error) {
+	rr := f.remote(url)
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rr.repo == nil {
+		return nil, fmt.Errorf("read %s at %.7s: not fetched yet", redactURL(url), revision)
+	}
+	commit, err := rr.repo.CommitObject(plumbing.NewHash(revision))
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %.7s: %w", redactURL(url), revision, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read tree of %.7s: %w", revision, err)
+	}
+	fsys := newTreeFS(tree, commit.Committer.When)
+	root := cleanDir(dir)
+	out := map[string]string{}
+	err = fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, unwrapPathError(err))
+		}
+		name := path.Base(p)
+		if p != root && name[0] == '.' {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !match(name) {
+			return nil
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		out[p] = string(b)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %.7s: %w", root, revision, err)
+	}
+	return out, nil
+}
