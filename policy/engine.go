@@ -45,8 +45,8 @@ type Engine struct {
 	log   logr.Logger
 	store storage.Store // holds data.driftguard.config; shared by all revisions
 
-	loadMu sync.Mutex // serializes Load, LoadDir and Watch
-	cur    atomic.Pointer[prepared]
+	loadMu      sync.Mutex // serializes Load, LoadDir and Watch
+	cur         atomic.Pointer[prepared]
 	onLoad      func(modules map[string]string)
 	onLoadError func(err error)
 }
