@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -386,12 +387,14 @@ type guardSettings struct {
 	global []*drift.Rule // --ignore-file, for every Guard
 
 	mu    sync.Mutex
-	rules map[string]compiledRules
+	rules map[string]perGeneration
+	specs map[string]perGeneration
 }
 
-type compiledRules struct {
+type perGeneration struct {
 	generation int64
 	rules      []*drift.Rule
+	spec       map[string]any // the spec as JSON decodes it, for policies
 }
 
 // IgnoreRules returns the global ignore rules and the compiled rules of a
@@ -410,9 +413,9 @@ func (s *guardSettings) IgnoreRules(guard string) []*drift.Rule {
 	own, _ := reconcile.CompileIgnoreRules(g.Spec.Ignore)
 	rules := append(slices.Clone(s.global), own...)
 	if s.rules == nil {
-		s.rules = map[string]compiledRules{}
+		s.rules = map[string]perGeneration{}
 	}
-	s.rules[guard] = compiledRules{generation: g.Generation, rules: rules}
+	s.rules[guard] = perGeneration{generation: g.Generation, rules: rules}
 	return rules
 }
 
@@ -437,6 +440,29 @@ func (s *guardSettings) Enforcement(guard string) string {
 		return string(g.Spec.Enforcement)
 	}
 	return string(v1alpha1.EnforcementDeny)
+}
+
+// GuardSpec is the Guard's spec as JSON decodes it, made once per
+// generation; policies see it as input.guardSpec and must not change it.
+func (s *guardSettings) GuardSpec(guard string) map[string]any {
+	g, ok := s.guard(guard)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.specs[guard]; ok && c.generation == g.Generation {
+		return c.spec
+	}
+	var spec map[string]any
+	if b, err := json.Marshal(g.Spec); err == nil {
+		_ = json.Unmarshal(b, &spec) // the JSON the API server served
+	}
+	if s.specs == nil {
+		s.specs = map[string]perGeneration{}
+	}
+	s.specs[guard] = perGeneration{generation: g.Generation, spec: spec}
+	return spec
 }
 
 // PolicyData is the Guard's spec.policyData.

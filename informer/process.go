@@ -188,6 +188,7 @@ func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Objec
 		Source:     policy.Source(want.Source),
 		Guard:      guard,
 		PolicyData: w.Settings.PolicyData(guard),
+		GuardSpec:  w.Settings.GuardSpec(guard),
 	}
 	if operation == "DELETE" {
 		in.Drift = []policy.Change{{Path: "", Desired: "present", Live: nil}}

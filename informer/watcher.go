@@ -49,6 +49,8 @@ type Settings interface {
 	SelfHeal(guard string) bool
 	BreakGlassTTL(guard string) time.Duration
 	PolicyData(guard string) map[string]string
+	// GuardSpec is the Guard's spec as JSON decodes it, for the policy.
+	GuardSpec(guard string) map[string]any
 }
 
 // Watcher runs one informer per managed kind and a work queue that compares

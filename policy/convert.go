@@ -38,7 +38,7 @@ func inputValue(in *Input) (ast.Value, error) {
 	for _, f := range []struct {
 		key string
 		obj map[string]any
-	}{{"object", in.Object}, {"oldObject", in.OldObject}, {"desired", in.Desired}} {
+	}{{"object", in.Object}, {"oldObject", in.OldObject}, {"desired", in.Desired}, {"guardSpec", in.GuardSpec}} {
 		if len(f.obj) == 0 {
 			continue
 		}

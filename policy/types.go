@@ -26,6 +26,9 @@ type Input struct {
 	Orphan bool `json:"orphan,omitempty"`
 	// PolicyData is the Guard's spec.policyData, for policies that differ per Guard.
 	PolicyData map[string]string `json:"policyData,omitempty"`
+	// GuardSpec is the spec of the Guard that manages the object, as JSON
+	// decodes it (enforcement, selfHeal, sync, url, path, ...).
+	GuardSpec map[string]any `json:"guardSpec,omitempty"`
 }
 
 // User is the identity that made a change.

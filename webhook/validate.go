@@ -34,6 +34,8 @@ type Settings interface {
 	Enforcement(guard string) string
 	// PolicyData is the Guard's spec.policyData.
 	PolicyData(guard string) map[string]string
+	// GuardSpec is the Guard's spec as JSON decodes it, for the policy.
+	GuardSpec(guard string) map[string]any
 }
 
 // Validator answers validating admission reviews for managed objects.
@@ -112,7 +114,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		Guard:       guard,
 	}
 	if v.Settings != nil {
-		in.PolicyData = v.Settings.PolicyData(guard)
+		in.PolicyData, in.GuardSpec = v.Settings.PolicyData(guard), v.Settings.GuardSpec(guard)
 	}
 	if len(req.OldObject.Raw) > 0 && req.SubResource == "" {
 		if old, err := decodeObject(req.OldObject.Raw); err == nil {
@@ -187,7 +189,7 @@ func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.Admission
 	}
 	in.Annotations = annotationsOf(obj)
 	if v.Settings != nil {
-		in.PolicyData = v.Settings.PolicyData(guard)
+		in.PolicyData, in.GuardSpec = v.Settings.PolicyData(guard), v.Settings.GuardSpec(guard)
 	}
 	d, err := v.Policy.Decide(ctx, in)
 	if err != nil {
