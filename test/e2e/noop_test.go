@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/driftguard/driftguard/test/harness"
 )
 
 // TestNoOpReconcileMakesNoAPICalls: full reconciles of an unchanged revision
@@ -22,33 +18,12 @@ func TestNoOpReconcileMakesNoAPICalls(t *testing.T) {
 	repo := h.NewGuard(t, "noop", true, files)
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 
-	refs := func() int {
-		n := 0
-		for k, v := range h.GitCalls() {
-			if strings.Contains(k, "/noop.git/info/refs") {
-				n += v
-			}
-		}
-		return n
-	}
-	// Let the first reconcile's status update and the informers settle. A
-	// Guard is never reconciled twice at once, so when the second reconcile
-	// after this point asks Git for its refs, the first one has finished,
-	// status patch included.
-	start := refs()
-	harness.Eventually(t, 30*time.Second, "one more reconcile, finished", func() error {
-		if refs() < start+2 {
-			return fmt.Errorf("%d fetches so far", refs()-start)
-		}
-		return nil
-	})
-	before, gitBefore := h.APICalls(), refs()
-	harness.Eventually(t, 30*time.Second, "two more full reconciles (each asks Git for its refs)", func() error {
-		if refs() < gitBefore+2 {
-			return fmt.Errorf("%d fetches so far", refs()-gitBefore)
-		}
-		return nil
-	})
+	// Let the first reconcile's status update and the informers settle
+	// (WaitReconciles returns when the reconciles before the last one have
+	// finished), then count the API calls of two more.
+	h.WaitReconciles(t, "noop", 2)
+	before := h.APICalls()
+	h.WaitReconciles(t, "noop", 2)
 	after := h.APICalls()
 	var made []string
 	for k, v := range after {

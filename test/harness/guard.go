@@ -112,3 +112,29 @@ func (h *Harness) RepoURL(name string) string {
 	rest := u[strings.Index(u, "://")+3:]
 	return "http://" + h.gitFront + rest[strings.Index(rest, "/"):]
 }
+
+// refsRequests counts the requests for a repository's references: one per
+// full reconcile of a Guard of it (each starts by asking for them).
+func (h *Harness) refsRequests(repo string) int {
+	n := 0
+	for k, v := range h.GitCalls() {
+		if strings.Contains(k, "/"+repo+".git/info/refs") {
+			n += v
+		}
+	}
+	return n
+}
+
+// WaitReconciles waits until n more full reconciles of the Guard of repo
+// have started. A Guard is never reconciled twice at once, so when it
+// returns, n-1 of them have finished, status writes included.
+func (h *Harness) WaitReconciles(t testing.TB, repo string, n int) {
+	t.Helper()
+	start := h.refsRequests(repo)
+	Eventually(t, 60*time.Second, fmt.Sprintf("%d more reconciles of %s", n, repo), func() error {
+		if got := h.refsRequests(repo) - start; got < n {
+			return fmt.Errorf("%d so far", got)
+		}
+		return nil
+	})
+}
