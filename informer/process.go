@@ -106,8 +106,11 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		return nil
 	}
 	if err := w.Reverter.Revert(ctx, want, live); err != nil {
-		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, Operation: "REVERT", Object: rec.Object,
-			Source: rec.Source, Error: err.Error()})
+		// Retried with backoff; recorded once per object state and error.
+		if !w.state.failedBefore(it, live, err) {
+			w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, Operation: "REVERT", Object: rec.Object,
+				Source: rec.Source, Error: err.Error()})
+		}
 		return err
 	}
 	if expired {
@@ -256,6 +259,7 @@ type driftState struct {
 	drifted  map[item]string // item -> guard
 	revertRV map[item]string
 	recorded map[item]string // item -> live state and action last recorded
+	failed   map[item]string // item -> live state and error of the last failed revert recorded
 	accepted map[item]bool   // drift the policy accepted (break-glass, warn, enforcement off)
 }
 
@@ -276,7 +280,7 @@ func (s *driftState) isAccepted(it item) bool {
 }
 
 func newDriftState() *driftState {
-	return &driftState{drifted: map[item]string{}, revertRV: map[item]string{}, recorded: map[item]string{}, accepted: map[item]bool{}}
+	return &driftState{drifted: map[item]string{}, revertRV: map[item]string{}, recorded: map[item]string{}, failed: map[item]string{}, accepted: map[item]bool{}}
 }
 
 // recordedBefore reports whether this live state was already recorded with
@@ -312,8 +316,25 @@ func (s *driftState) clear(it item) string {
 	delete(s.drifted, it)
 	delete(s.revertRV, it)
 	delete(s.recorded, it)
+	delete(s.failed, it)
 	delete(s.accepted, it)
 	return guard
+}
+
+// failedBefore reports whether this failure (live state and error) was
+// recorded already, and remembers it.
+func (s *driftState) failedBefore(it item, live *unstructured.Unstructured, err error) bool {
+	state := "deleted/" + err.Error()
+	if live != nil {
+		state = live.GetResourceVersion() + "/" + err.Error()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed[it] == state {
+		return true
+	}
+	s.failed[it] = state
+	return false
 }
 
 func (s *driftState) reverted(it item, rv string) {

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -72,5 +73,32 @@ func TestStripForCacheKeepsAttribution(t *testing.T) {
 	}
 	if ann := s.GetAnnotations(); len(ann) != 1 || ann["keep"] != "me" {
 		t.Fatalf("annotations = %v", ann)
+	}
+}
+
+func TestRevertFailureRecordedOncePerState(t *testing.T) {
+	s := newDriftState()
+	it := item{name: "cm"}
+	live := &unstructured.Unstructured{Object: map[string]any{}}
+	live.SetResourceVersion("7")
+	errA, errB := errors.New("admission webhook denied"), errors.New("forbidden")
+	steps := []struct {
+		rv   string
+		err  error
+		seen bool
+	}{
+		{"7", errA, false}, {"7", errA, true}, {"7", errA, true}, // retries of one failure: once
+		{"7", errB, false}, // another error
+		{"8", errB, false}, // another state
+	}
+	for i, st := range steps {
+		live.SetResourceVersion(st.rv)
+		if got := s.failedBefore(it, live, st.err); got != st.seen {
+			t.Fatalf("step %d: failedBefore = %v, want %v", i, got, st.seen)
+		}
+	}
+	s.clear(it)
+	if s.failedBefore(it, live, errB) {
+		t.Fatal("a cleared object's failure must be recorded again")
 	}
 }
