@@ -37,12 +37,12 @@ func TestChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	helm(t, "", "lint", "--strict", chart)
-	out := helm(t, "", "template", "guard", chart, "--namespace", "driftguard-system", "--set", "breakGlassGroups={sre,oncall}", "--set", "replicas=2",
-		"--set", "policyConfigMap=policies", "--set", "ignoreRules[0].kind=Deployment", "--set", "ignoreRules[0].jsonPointers[0]=/spec/replicas", "--set", "receiver.enabled=true")
+	out := helm(t, "", "template", "guard", chart, "--namespace", "driftguard-system", "--set", "policy.breakGlassGroups={sre,oncall}", "--set", "replicas=2",
+		"--set", "policy.configMap=policies", "--set", "ignoreRules[0].kind=Deployment", "--set", "ignoreRules[0].jsonPointers[0]=/spec/replicas", "--set", "receiver.enabled=true")
 	for _, want := range []string{
-		"kind: Deployment", "kind: Service", "kind: ClusterRoleBinding", "--webhook-service=guard",
+		"kind: Deployment", "kind: Service", "kind: ClusterRoleBinding", "kind: Role", "--webhook-service=guard-driftguard",
 		"--break-glass-groups=sre,oncall", "--leader-elect=true", "readOnlyRootFilesystem: true", "runAsNonRoot: true",
-		"--policy-dir=/policy", "name: policies", "--ignore-file=/config/ignore.yaml", "- /spec/replicas", "--receiver-addr=:9292",
+		"--policy-dir=/policy", "name: policies", "--ignore-file=/config/ignore.yaml", "- /spec/replicas", "--receiver-addr=:9292", "--failure-policy=Ignore", "--webhook-timeout=3s", "kind: ValidatingWebhookConfiguration",
 		"kind: PodDisruptionBudget", "type: kubernetes.io/tls", "--cert-dir=/certs",
 	} {
 		if !strings.Contains(out, want) {
@@ -58,10 +58,10 @@ func TestChart(t *testing.T) {
 	helm(t, cluster.AdminKubeconfig, "install", "guard", chart, "--namespace", "driftguard-system", "--create-namespace")
 	for _, args := range [][]string{
 		{"get", "crd", "guards.driftguard.io"},
-		{"get", "deployment", "guard", "-n", "driftguard-system"},
-		{"get", "service", "guard", "-n", "driftguard-system"},
-		{"get", "serviceaccount", "guard", "-n", "driftguard-system"},
-		{"get", "secret", "guard-webhook-tls", "-n", "driftguard-system"},
+		{"get", "deployment", "guard-driftguard", "-n", "driftguard-system"},
+		{"get", "service", "guard-driftguard", "-n", "driftguard-system"},
+		{"get", "serviceaccount", "guard-driftguard", "-n", "driftguard-system"},
+		{"get", "secret", "guard-driftguard-webhook-tls", "-n", "driftguard-system"},
 	} {
 		if out, errOut, err := cluster.Kubectl(context.Background(), "", args...); err != nil {
 			t.Errorf("kubectl %v after install: %v %s %s", args, err, out, errOut)
@@ -69,7 +69,7 @@ func TestChart(t *testing.T) {
 	}
 	// An upgrade keeps the certificate the replicas already serve.
 	get := func() string {
-		out, _, err := cluster.Kubectl(context.Background(), "", "get", "secret", "guard-webhook-tls", "-n", "driftguard-system", "-o", "jsonpath={.data.ca\\.crt}")
+		out, _, err := cluster.Kubectl(context.Background(), "", "get", "secret", "guard-driftguard-webhook-tls", "-n", "driftguard-system", "-o", "jsonpath={.data.ca\\.crt}")
 		if err != nil || out == "" {
 			t.Fatalf("read webhook CA: %v", err)
 		}
