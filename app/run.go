@@ -178,9 +178,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	var webhookRules *webhook.Registrar
 	if o.WebhookRegister {
-		webhookRules = &webhook.Registrar{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Kinds: store.Kinds, Log: log.WithName("webhook")}
-		webhookRules.Init()
-		store.Subscribe(webhookRules.Changed)
+		if webhookRules, err = newRegistrar(cfg, mgr, kube, store, auditLog, o, log); err != nil {
+			return err
+		}
+	}
+	if o.SelfProtect {
+		if err := mgr.Add(&protectionWatch{kube: kube, cache: mgr.GetCache(), namespace: o.Namespace, deployment: o.DeploymentName, audit: auditLog, log: log.WithName("protect")}); err != nil {
+			return err
+		}
 	}
 	rec := &reconcile.GuardReconciler{
 		Client: mgr.GetClient(), Fetcher: gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), Store: store,
@@ -242,9 +247,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 }
 
 // registrar registers the webhook configurations once the server listens,
-// and again whenever the kinds in Git change.
+// and again whenever the kinds in Git change. It runs on the leader only: one
+// writer, so that replicas never take turns.
 func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []byte, log logr.Logger) manager.Runnable {
-	return nonLeader(func(ctx context.Context) error {
+	return manager.RunnableFunc(func(ctx context.Context) error {
 		addr, err := server.BoundAddr(ctx)
 		if err != nil {
 			return nil

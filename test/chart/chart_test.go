@@ -31,11 +31,17 @@ func helm(t *testing.T, kubeconfig string, args ...string) string {
 	return string(out)
 }
 
-func TestChart(t *testing.T) {
+func chartDir(t *testing.T) string {
+	t.Helper()
 	chart, err := filepath.Abs("../../charts/driftguard")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return chart
+}
+
+func TestChart(t *testing.T) {
+	chart := chartDir(t)
 	helm(t, "", "lint", "--strict", chart)
 	out := helm(t, "", "template", "guard", chart, "--namespace", "driftguard-system", "--set", "policy.breakGlassGroups={sre,oncall}", "--set", "replicas=2",
 		"--set", "policy.configMap=policies", "--set", "ignoreRules[0].kind=Deployment", "--set", "ignoreRules[0].jsonPointers[0]=/spec/replicas", "--set", "receiver.enabled=true")
