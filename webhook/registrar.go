@@ -51,10 +51,10 @@ type Registrar struct {
 	kick         chan struct{}
 	mu           sync.Mutex // serializes Sync
 	registration Registration
-	last         *Registration         // last registration written or found in place
+	last         *Registration                // last registration written or found in place
 	want         atomic.Pointer[Registration] // the same, for the watch handlers
-	forced       atomic.Bool           // read the live objects at the next Sync
-	deleted      atomic.Bool           // a configuration was deleted since the last Sync
+	forced       atomic.Bool                  // read the live objects at the next Sync
+	deleted      atomic.Bool                  // a configuration was deleted since the last Sync
 }
 
 // Changed asks for a new registration; it never blocks.
