@@ -140,6 +140,9 @@ func (o *Options) Validate() error {
 	if o.Workers < 1 {
 		return fmt.Errorf("--drift-workers: must be at least 1, got %d", o.Workers)
 	}
+	if o.CertDir != "" && o.CertSecret != "" {
+		return fmt.Errorf("--cert-dir and --cert-secret: give one, not both")
+	}
 	if o.AuditQueueSize < 1 {
 		return fmt.Errorf("--audit-queue-size: must be at least 1, got %d", o.AuditQueueSize)
 	}

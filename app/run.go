@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -207,14 +208,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 
 	// Admission webhook.
-	var certs *webhook.Certificates
-	if o.CertDir != "" {
-		certs, err = webhook.LoadCertificates(o.CertDir)
-	} else {
-		certs, err = webhook.NewCertificates(webhookHosts(o))
-	}
+	certs, keeper, err := certificates(ctx, kube, webhookRules, o, log.WithName("certs"))
 	if err != nil {
 		return err
+	}
+	if keeper != nil {
+		if err := mgr.Add(keeper); err != nil {
+			return err
+		}
 	}
 	validator := &webhook.Validator{
 		Store: store, Policy: engine, Settings: settings, Options: applier.Options, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
@@ -223,12 +224,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	validator.Init()
 	stamper := &webhook.Stamper{Store: store, Options: applier.Options, Log: log.WithName("webhook")}
-	server := webhook.NewServer(o.WebhookAddr, certs.Serving, validator, stamper, log.WithName("webhook"))
+	server := webhook.NewServer(o.WebhookAddr, tls.Certificate{}, validator, stamper, log.WithName("webhook"))
+	server.GetCertificate = certs.GetCertificate
+	server.MinVersion, _ = o.tlsMinVersion()
 	if err := mgr.Add(server); err != nil {
 		return err
 	}
 	if o.WebhookRegister {
-		if err := mgr.Add(registrar(server, webhookRules, o, certs.CAPEM, log)); err != nil {
+		webhookRules.CA = certs.CABundle
+		if err := mgr.Add(registrar(server, webhookRules, o, certs.CABundle(), log)); err != nil {
 			return err
 		}
 	}

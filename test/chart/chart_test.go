@@ -49,7 +49,7 @@ func TestChart(t *testing.T) {
 		"kind: Deployment", "kind: Service", "kind: ClusterRoleBinding", "kind: Role", "--webhook-service=guard-driftguard",
 		"--break-glass-groups=sre,oncall", "--leader-elect=true", "readOnlyRootFilesystem: true", "runAsNonRoot: true",
 		"--policy-dir=/policy", "name: policies", "--ignore-file=/config/ignore.yaml", "- /spec/replicas", "--receiver-addr=:9292", "--failure-policy=Ignore", "--webhook-timeout=3s", "kind: ValidatingWebhookConfiguration",
-		"kind: PodDisruptionBudget", "type: kubernetes.io/tls", "--cert-dir=/certs",
+		"kind: PodDisruptionBudget", "--cert-secret=guard-driftguard-webhook-tls",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered chart lacks %q", want)
@@ -73,7 +73,11 @@ func TestChart(t *testing.T) {
 			t.Errorf("kubectl %v after install: %v %s %s", args, err, out, errOut)
 		}
 	}
-	// An upgrade keeps the certificate the replicas already serve.
+	// An upgrade keeps the certificates the guard put in its Secret.
+	if out, _, err := cluster.Kubectl(context.Background(), "", "patch", "secret", "guard-driftguard-webhook-tls", "-n", "driftguard-system",
+		"-p", `{"data":{"ca.crt":"Q0E="}}`); err != nil {
+		t.Fatalf("fill the certificate secret: %v %s", err, out)
+	}
 	get := func() string {
 		out, _, err := cluster.Kubectl(context.Background(), "", "get", "secret", "guard-driftguard-webhook-tls", "-n", "driftguard-system", "-o", "jsonpath={.data.ca\\.crt}")
 		if err != nil || out == "" {
@@ -82,7 +86,7 @@ func TestChart(t *testing.T) {
 		return out
 	}
 	ca := get()
-	helm(t, cluster.AdminKubeconfig, "upgrade", "guard", chart, "--namespace", "driftguard-system", "--set", "replicas=2")
+	helm(t, cluster.AdminKubeconfig, "upgrade", "guard", chart, "--namespace", "driftguard-system", "--set", "replicas=3")
 	if get() != ca {
 		t.Fatal("helm upgrade replaced the webhook certificate")
 	}

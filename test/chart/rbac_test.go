@@ -107,6 +107,10 @@ func TestRBAC(t *testing.T) {
 	opts.GitCacheDir = filepath.Join(t.TempDir(), "git")
 	opts.WebhookConfigName = release
 	opts.ExcludeNamespaces = []string{"kube-system", releaseNS}
+	// As the chart runs it: certificates in the chart's Secret, the
+	// Deployment watched by name.
+	opts.CertSecret = release + "-webhook-tls"
+	opts.DeploymentName = release
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var audit syncBuffer
@@ -213,6 +217,10 @@ func TestRBAC(t *testing.T) {
 		}
 		return nil
 	})
+	// The certificates are in the chart's Secret.
+	if out, err := kubectl("get", "secret", release+"-webhook-tls", "-n", releaseNS, "-o", "jsonpath={.data.ca\\.key}"); err != nil || out == "" {
+		t.Fatalf("certificate secret not filled: %q %v", out, err)
+	}
 	// The leader lease lives in the release namespace.
 	if out, err := kubectl("get", "lease", "driftguard.driftguard.io", "-n", releaseNS, "-o", "jsonpath={.spec.holderIdentity}"); err != nil || out == "" {
 		t.Fatalf("leader lease: %q %v", out, err)
