@@ -97,10 +97,12 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 		case <-r.kick:
 		case <-tick.C:
 		}
-		if r.deleted.Swap(false) && r.Uninstalling != nil && r.uninstalling(ctx) {
+		if r.deleted.Load() && r.Uninstalling != nil && r.uninstalling(ctx) {
+			// Asked again at every later tick, so a mistaken "gone" only delays.
 			r.Log.Info("webhook configuration deleted while the guard's Deployment is gone (uninstall): not restored")
 			continue
 		}
+		r.deleted.Store(false)
 		if err := r.Sync(ctx); err != nil {
 			r.Log.Error(err, "webhook registration failed; retrying")
 			r.forced.Store(true)
