@@ -76,6 +76,9 @@ func (p *protectionWatch) Start(ctx context.Context) error {
 	started := time.Now()
 	guards, err := p.cache.GetInformer(ctx, &v1alpha1.Guard{})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopping while the cache synced
+		}
 		return err
 	}
 	reg, err := guards.AddEventHandler(p.handler(ctx, started, v1alpha1.GroupVersion.WithKind("Guard"), guardSpec))

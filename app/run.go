@@ -86,6 +86,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "driftguard.driftguard.io",
 		LeaderElectionNamespace: o.Namespace,
+		LeaseDuration:           &o.LeaseDuration,
+		RenewDeadline:           &o.RenewDeadline,
+		RetryPeriod:             &o.RetryPeriod,
 		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		// The manager's cache holds Guards and, for prune, the metadata of
 		// managed objects only: never every object of a kind in the cluster.
@@ -93,6 +96,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			DefaultLabelSelector: managedSelector,
 			ByObject:             map[client.Object]cache.ByObject{&v1alpha1.Guard{}: {Label: labels.Everything()}},
 		},
+		// A replica that stops gives up the lease at once: the next one
+		// takes over without waiting for it to expire.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -188,8 +194,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			return err
 		}
 	}
+	fetcher := gitstore.NewFetcher(o.GitCacheDir, log.WithName("git"))
+	if o.LeaderElection {
+		if err := mgr.Add(&follower{client: mgr.GetClient(), cache: mgr.GetCache(), fetcher: fetcher, store: store, applier: applier,
+			elected: mgr.Elected(), namespace: o.Namespace, interval: o.DefaultInterval, log: log.WithName("follow")}); err != nil {
+			return err
+		}
+	}
 	rec := &reconcile.GuardReconciler{
-		Client: mgr.GetClient(), Fetcher: gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), Store: store,
+		Client: mgr.GetClient(), Fetcher: fetcher, Store: store,
 		Applier: applier, Audit: auditLog, Drift: watcher, SecretNamespace: o.Namespace,
 		DefaultInterval: o.DefaultInterval, Log: log.WithName("reconcile"),
 	}
