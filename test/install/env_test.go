@@ -181,6 +181,9 @@ func (e *env) startGuard(name string, flags ...string) *guardProc {
 	}
 	e.t.Cleanup(func() {
 		g.kill()
+		if g.logContains("DATA RACE") {
+			e.t.Errorf("guard %s: the race detector found a data race (DRIFTGUARD_RACE=1), see %s", name, g.logPath)
+		}
 		if e.t.Failed() {
 			e.t.Logf("log of guard %s: %s", name, g.logPath)
 			if b, err := os.ReadFile(g.logPath); err == nil {

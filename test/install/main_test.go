@@ -35,7 +35,11 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	bin = filepath.Join(dir, "driftguard")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/driftguard")
+	args := []string{"build", "-o", bin}
+	if os.Getenv("DRIFTGUARD_RACE") != "" {
+		args = append(args, "-race") // DRIFTGUARD_RACE=1: the guard processes run with the race detector
+	}
+	build := exec.Command("go", append(args, "./cmd/driftguard")...)
 	build.Dir = "../.."
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build driftguard: %v\n%s", err, out)
