@@ -45,6 +45,9 @@ func certificates(ctx context.Context, kube kubernetes.Interface, reg *webhook.R
 				return trusted(ctx, kube, o.WebhookConfigName, ca)
 			}
 		}
+		if o.DeploymentName != "" {
+			r.Uninstalling = func(ctx context.Context) bool { return deploymentGone(ctx, kube, o.Namespace, o.DeploymentName) }
+		}
 		if _, err := r.Ensure(ctx); err != nil {
 			return nil, nil, err
 		}

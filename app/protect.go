@@ -40,7 +40,7 @@ func newRegistrar(cfg *rest.Config, mgr manager.Manager, kube kubernetes.Interfa
 		Kube: kube, Protect: o.SelfProtect, Audit: auditLog,
 	}
 	if o.DeploymentName != "" {
-		r.Uninstalling = func(ctx context.Context) bool { return deploymentGone(ctx, direct, o.Namespace, o.DeploymentName) }
+		r.Uninstalling = func(ctx context.Context) bool { return deploymentGone(ctx, kube, o.Namespace, o.DeploymentName) }
 	}
 	r.Init()
 	store.Subscribe(r.Changed)
@@ -48,11 +48,11 @@ func newRegistrar(cfg *rest.Config, mgr manager.Manager, kube kubernetes.Interfa
 }
 
 // deploymentGone reports whether the guard's own Deployment is deleted or
-// being deleted: the guard is being uninstalled.
-func deploymentGone(ctx context.Context, c client.Reader, namespace, name string) bool {
-	var d appsv1.Deployment
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &d)
-	return apierrors.IsNotFound(err) || (err == nil && d.DeletionTimestamp != nil)
+// being deleted, or the guard may no longer read it (its Role went first):
+// the guard is being uninstalled.
+func deploymentGone(ctx context.Context, kube kubernetes.Interface, namespace, name string) bool {
+	d, err := kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	return apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || (err == nil && d.DeletionTimestamp != nil)
 }
 
 // NeedLeaderElection is true: one record per change.

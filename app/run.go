@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -52,6 +53,8 @@ var managedSelector = func() labels.Selector {
 	}
 	return labels.NewSelector().Add(*req)
 }()
+
+var skipNameValidation = true
 
 // Scheme knows the built-in kinds, CRDs and Guards.
 func Scheme() *runtime.Scheme {
@@ -99,6 +102,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		// A replica that stops gives up the lease at once: the next one
 		// takes over without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
+		// Run may run more than once in a process (tests): controller names
+		// need not be unique.
+		Controller: ctrlconfig.Controller{SkipNameValidation: &skipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

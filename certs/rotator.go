@@ -36,12 +36,17 @@ type Rotator struct {
 	Trusted func(ctx context.Context, ca *x509.Certificate) bool
 	// OnCABundle, when set, is called when the CA bundle changed.
 	OnCABundle func()
-	Log        logr.Logger
+	// Uninstalling, when set, is asked UninstallGrace after the Secret was
+	// deleted under a running guard: true (helm uninstall) leaves it deleted.
+	Uninstalling   func(ctx context.Context) bool
+	UninstallGrace time.Duration
+	Log            logr.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
-	current atomic.Pointer[served]
-	kick    chan struct{}
+	current         atomic.Pointer[served]
+	kick            chan struct{}
+	uninstallLogged bool
 }
 
 type served struct {
@@ -86,6 +91,13 @@ func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 	for range 10 {
 		now := r.now()
 		s, err := secrets.Get(ctx, r.Name, metav1.GetOptions{})
+		if (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)) && r.current.Load() != nil && r.uninstalling(ctx) {
+			if !r.uninstallLogged {
+				r.Log.Info("certificate secret deleted while the guard's Deployment is gone (uninstall): not created again", "secret", r.Namespace+"/"+r.Name)
+				r.uninstallLogged = true
+			}
+			return r.now().Add(30 * time.Second), nil
+		}
 		if apierrors.IsNotFound(err) {
 			// Deleted: put back what this replica serves, so that the CA
 			// the webhook configurations trust stays; new ones otherwise.
@@ -150,6 +162,23 @@ func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 }
 
 const fieldManager = "driftguard"
+
+// uninstalling waits UninstallGrace (2s by default) and asks Uninstalling.
+func (r *Rotator) uninstalling(ctx context.Context) bool {
+	if r.Uninstalling == nil {
+		return false
+	}
+	grace := r.UninstallGrace
+	if grace <= 0 {
+		grace = 2 * time.Second
+	}
+	select {
+	case <-ctx.Done():
+		return true
+	case <-time.After(grace):
+	}
+	return r.Uninstalling(ctx)
+}
 
 // secretOf returns the Secret holding b, based on old when there is one.
 func (r *Rotator) secretOf(old *corev1.Secret, b *Bundle) (*corev1.Secret, error) {

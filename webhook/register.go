@@ -24,7 +24,7 @@ type Registration struct {
 	// (for example https://127.0.0.1:9443); the paths are appended.
 	URL string
 	// Service, when set, is used instead of URL: namespace and name of the
-	// Service in front of the guard, and its port.
+	// Service in front of the guard, and its port (443 when zero).
 	ServiceNamespace, ServiceName string
 	ServicePort                   int32
 	// CABundle is the PEM CA the API server trusts for the webhook.
@@ -165,6 +165,9 @@ func (r Registration) clientConfig() admissionregistrationv1.WebhookClientConfig
 func (r Registration) clientConfigFor(path string) admissionregistrationv1.WebhookClientConfig {
 	if r.ServiceName != "" {
 		port := r.ServicePort
+		if port == 0 {
+			port = 443 // the API server's default
+		}
 		return admissionregistrationv1.WebhookClientConfig{CABundle: r.CABundle, Service: &admissionregistrationv1.ServiceReference{
 			Namespace: r.ServiceNamespace, Name: r.ServiceName, Path: &path, Port: &port,
 		}}

@@ -90,6 +90,7 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 	}
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
+	uninstallLogged := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -99,11 +100,15 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 		}
 		if r.deleted.Load() && r.Uninstalling != nil && r.uninstalling(ctx) {
 			// Asked again at every later tick, so a mistaken "gone" only delays.
-			r.Log.Info("webhook configuration deleted while the guard's Deployment is gone (uninstall): not restored")
+			if !uninstallLogged {
+				r.Log.Info("webhook configuration deleted while the guard's Deployment is gone (uninstall): not restored")
+				uninstallLogged = true
+			}
 			continue
 		}
-		r.deleted.Store(false)
-		if err := r.Sync(ctx); err != nil {
+		if err := r.Sync(ctx); err == nil {
+			r.deleted.Store(false)
+		} else {
 			r.Log.Error(err, "webhook registration failed; retrying")
 			r.forced.Store(true)
 			select {
