@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools generate verify test test-unit test-e2e bench bench-e2e lint demo clean
+.PHONY: all build tools generate verify test test-unit test-e2e bench bench-e2e lint demo image clean
 
 all: build
 
@@ -48,6 +48,22 @@ lint: tools ## gofmt, go vet, golangci-lint
 
 demo: tools build ## Run the guard on an embedded local cluster with a Git server holding examples/shop
 	bin/driftguard dev --examples examples/shop
+
+# The image is tagged with the chart's appVersion, which the chart's default
+# image tag follows; the binary inside is stamped with VERSION.
+IMAGE ?= ghcr.io/driftguard/driftguard
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/driftguard/Chart.yaml)
+CONTAINER_ENGINE ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+
+image: ## Build the container image $(IMAGE):<chart appVersion> (needs a working docker or podman)
+	@if [ -z "$(CONTAINER_ENGINE)" ] || ! $(CONTAINER_ENGINE) info >/dev/null 2>&1; then \
+		echo "make image: no working container engine here ('$(or $(CONTAINER_ENGINE),docker) info' fails)." >&2; \
+		echo "  Build the image where docker or podman runs (a workstation, CI), or set CONTAINER_ENGINE." >&2; \
+		echo "  Nothing else needs it: the tests run the binary itself (make build)." >&2; \
+		exit 1; \
+	fi
+	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(IMAGE_TAG) .
+	@echo "built $(IMAGE):$(IMAGE_TAG) (driftguard $(VERSION)); helm install uses this tag by default"
 
 clean:
 	rm -rf bin

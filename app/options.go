@@ -62,6 +62,10 @@ type Options struct {
 	AuditFileBackups int
 	AuditEvents      bool
 	AuditQueueSize   int
+
+	// Installation in a cluster: self-protection, certificates, HA
+	// (app/options_install.go).
+	InstallOptions
 }
 
 // DefaultOptions returns the settings used when no flag is given.
@@ -97,6 +101,7 @@ func DefaultOptions() Options {
 		AuditEvents:       true,
 		AuditQueueSize:    4096,
 		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
+		InstallOptions:    defaultInstallOptions(),
 	}
 }
 
@@ -142,6 +147,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.AuditFileBackups, "audit-file-max-backups", o.AuditFileBackups, "rotated audit files kept")
 	fs.BoolVar(&o.AuditEvents, "audit-events", o.AuditEvents, "also record drift and decisions as Kubernetes Events on the object")
 	fs.IntVar(&o.AuditQueueSize, "audit-queue-size", o.AuditQueueSize, "audit records buffered before writers wait (none is dropped)")
+	o.InstallOptions.bindFlags(fs)
 }
 
 // Validate checks option values, naming the flag at fault.
@@ -175,8 +181,11 @@ func (o *Options) Validate() error {
 	if o.Workers < 1 {
 		return fmt.Errorf("--drift-workers: must be at least 1, got %d", o.Workers)
 	}
+	if o.CertDir != "" && o.CertSecret != "" {
+		return fmt.Errorf("--cert-dir and --cert-secret: give one, not both")
+	}
 	if o.AuditQueueSize < 1 {
 		return fmt.Errorf("--audit-queue-size: must be at least 1, got %d", o.AuditQueueSize)
 	}
-	return nil
+	return o.InstallOptions.validate()
 }

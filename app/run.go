@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -53,6 +55,8 @@ var managedSelector = func() labels.Selector {
 	}
 	return labels.NewSelector().Add(*req)
 }()
+
+var skipNameValidation = true
 
 // Scheme knows the built-in kinds, CRDs and Guards.
 func Scheme() *runtime.Scheme {
@@ -87,6 +91,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        leaderElectionID(o.Shard),
 		LeaderElectionNamespace: o.Namespace,
+		LeaseDuration:           &o.LeaseDuration,
+		RenewDeadline:           &o.RenewDeadline,
+		RetryPeriod:             &o.RetryPeriod,
 		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		// The manager's cache holds Guards and, for prune, the metadata of
 		// managed objects only: never every object of a kind in the cluster.
@@ -94,6 +101,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			DefaultLabelSelector: managedSelector,
 			ByObject:             map[client.Object]cache.ByObject{&v1alpha1.Guard{}: {Label: labels.Everything()}},
 		},
+		// A replica that stops gives up the lease at once: the next one
+		// takes over without waiting for it to expire.
+		LeaderElectionReleaseOnCancel: true,
+		// Run may run more than once in a process (tests): controller names
+		// need not be unique.
+		Controller: ctrlconfig.Controller{SkipNameValidation: &skipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -205,12 +218,24 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	var webhookRules *webhook.Registrar
 	if o.WebhookRegister {
-		webhookRules = &webhook.Registrar{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Kinds: store.Kinds, Log: log.WithName("webhook")}
-		webhookRules.Init()
-		store.Subscribe(webhookRules.Changed)
+		if webhookRules, err = newRegistrar(cfg, mgr, kube, store, auditLog, o, log); err != nil {
+			return err
+		}
+	}
+	if o.SelfProtect {
+		if err := mgr.Add(&protectionWatch{kube: kube, cache: mgr.GetCache(), namespace: o.Namespace, deployment: o.DeploymentName, audit: auditLog, log: log.WithName("protect")}); err != nil {
+			return err
+		}
+	}
+	fetcher := gitstore.NewFetcher(o.GitCacheDir, log.WithName("git"))
+	if o.LeaderElection {
+		if err := mgr.Add(&follower{client: mgr.GetClient(), cache: mgr.GetCache(), fetcher: fetcher, store: store, applier: applier,
+			elected: mgr.Elected(), namespace: o.Namespace, interval: o.DefaultInterval, log: log.WithName("follow")}); err != nil {
+			return err
+		}
 	}
 	rec := &reconcile.GuardReconciler{
-		Client: mgr.GetClient(), Fetcher: gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), Store: store,
+		Client: mgr.GetClient(), Fetcher: fetcher, Store: store,
 		Applier: applier, Audit: auditLog, Drift: watcher, SecretNamespace: o.Namespace,
 		DefaultInterval: o.DefaultInterval, Log: log.WithName("reconcile"),
 		Health: healthTracker, Events: mgr.GetEventRecorder("driftguard"), Concurrent: o.Concurrent, Shard: o.Shard,
@@ -236,14 +261,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 
 	// Admission webhook.
-	var certs *webhook.Certificates
-	if o.CertDir != "" {
-		certs, err = webhook.LoadCertificates(o.CertDir)
-	} else {
-		certs, err = webhook.NewCertificates(webhookHosts(o))
-	}
+	certs, keeper, err := certificates(ctx, kube, webhookRules, o, log.WithName("certs"))
 	if err != nil {
 		return err
+	}
+	if keeper != nil {
+		if err := mgr.Add(keeper); err != nil {
+			return err
+		}
 	}
 	validator := &webhook.Validator{
 		Store: store, Policy: engine, Settings: settings, Options: applier.Options, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
@@ -252,12 +277,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	validator.Init()
 	stamper := &webhook.Stamper{Store: store, Options: applier.Options, Log: log.WithName("webhook")}
-	server := webhook.NewServer(o.WebhookAddr, certs.Serving, validator, stamper, log.WithName("webhook"))
+	server := webhook.NewServer(o.WebhookAddr, tls.Certificate{}, validator, stamper, log.WithName("webhook"))
+	server.GetCertificate = certs.GetCertificate
+	server.MinVersion, _ = o.tlsMinVersion()
 	if err := mgr.Add(server); err != nil {
 		return err
 	}
 	if o.WebhookRegister {
-		if err := mgr.Add(registrar(server, webhookRules, o, certs.CAPEM, log)); err != nil {
+		webhookRules.CA = certs.CABundle
+		if err := mgr.Add(registrar(server, webhookRules, o, certs.CABundle(), log)); err != nil {
 			return err
 		}
 	}
@@ -284,9 +312,10 @@ func leaderElectionID(shard string) string {
 }
 
 // registrar registers the webhook configurations once the server listens,
-// and again whenever the kinds in Git change.
+// and again whenever the kinds in Git change. It runs on the leader only: one
+// writer, so that replicas never take turns.
 func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []byte, log logr.Logger) manager.Runnable {
-	return nonLeader(func(ctx context.Context) error {
+	return manager.RunnableFunc(func(ctx context.Context) error {
 		addr, err := server.BoundAddr(ctx)
 		if err != nil {
 			return nil

@@ -184,7 +184,7 @@ func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstru
 		applyOpts = append(applyOpts, client.DryRunAll)
 	}
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-		return Failed, err
+		return Failed, explainForbidden(err, want.Obj.GroupVersionKind())
 	}
 	want.SetServerValues(drift.ServerValuesOf(sent, u.Object, opts))
 	if !dryRun && a.Applied != nil {

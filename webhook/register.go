@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,7 +24,7 @@ type Registration struct {
 	// (for example https://127.0.0.1:9443); the paths are appended.
 	URL string
 	// Service, when set, is used instead of URL: namespace and name of the
-	// Service in front of the guard, and its port.
+	// Service in front of the guard, and its port (443 when zero).
 	ServiceNamespace, ServiceName string
 	ServicePort                   int32
 	// CABundle is the PEM CA the API server trusts for the webhook.
@@ -125,7 +128,7 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 	unmanaged := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: r.LabelKey, Operator: metav1.LabelSelectorOpDoesNotExist}}}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{"app.kubernetes.io/managed-by": "driftguard"}},
+		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{managedByLabel: FieldManager}},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
 			hook("objects.driftguard.io", rules(r.Resources, cud, ""), &fp, managed),
 			hook("scale.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, "/scale"), &fp, &metav1.LabelSelector{}),
@@ -144,7 +147,7 @@ func (r Registration) MutatingConfiguration() *admissionregistrationv1.MutatingW
 	cc := r.clientConfigFor(MutatePath)
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{"app.kubernetes.io/managed-by": "driftguard"}},
+		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{managedByLabel: FieldManager}},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name: "stamp.driftguard.io", ClientConfig: cc,
 			Rules:         rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, ""),
@@ -162,6 +165,9 @@ func (r Registration) clientConfig() admissionregistrationv1.WebhookClientConfig
 func (r Registration) clientConfigFor(path string) admissionregistrationv1.WebhookClientConfig {
 	if r.ServiceName != "" {
 		port := r.ServicePort
+		if port == 0 {
+			port = 443 // the API server's default
+		}
 		return admissionregistrationv1.WebhookClientConfig{CABundle: r.CABundle, Service: &admissionregistrationv1.ServiceReference{
 			Namespace: r.ServiceNamespace, Name: r.ServiceName, Path: &path, Port: &port,
 		}}
@@ -170,20 +176,112 @@ func (r Registration) clientConfigFor(path string) admissionregistrationv1.Webho
 	return admissionregistrationv1.WebhookClientConfig{CABundle: r.CABundle, URL: &url}
 }
 
-// Register creates or updates both webhook configurations with server-side
-// apply, so re-registering after a restart (with a new CA) replaces them.
-func Register(ctx context.Context, c client.Client, r Registration) error {
-	for _, obj := range []client.Object{r.Configuration(), r.MutatingConfiguration()} {
-		u, err := toUnstructured(obj)
-		if err != nil {
-			return err
-		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("driftguard"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("register %s %s: %w", u.GetKind(), r.Name, err)
-		}
-	}
-	return nil
+// FieldManager is the field manager of the guard's writes to its webhook
+// configurations.
+const FieldManager = "driftguard"
+
+// Register makes both live webhook configurations equal to r's: it creates
+// a missing one, and replaces the webhooks of one that differs with an
+// update. An update owns only the fields it changes, so a configuration a
+// Helm chart installed keeps Helm as the owner of the fields both agree on,
+// and a later helm upgrade does not conflict. It reports whether it wrote.
+func Register(ctx context.Context, c client.Client, r Registration) (bool, error) {
+	written, err := register(ctx, c, r)
+	return len(written) > 0, err
 }
+
+// written is one configuration Register wrote: live is what it replaced,
+// nil when it created the object.
+type written struct {
+	live, want client.Object
+}
+
+func register(ctx context.Context, c client.Client, r Registration) ([]written, error) {
+	var out []written
+	v, err := ensure(ctx, c, r.Configuration(), func(live, want *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
+		if apiequality.Semantic.DeepEqual(live.Webhooks, want.Webhooks) {
+			return false
+		}
+		live.Webhooks = want.Webhooks
+		return true
+	})
+	if v != nil {
+		out = append(out, *v)
+	}
+	if err != nil {
+		return out, err
+	}
+	m, err := ensure(ctx, c, r.MutatingConfiguration(), func(live, want *admissionregistrationv1.MutatingWebhookConfiguration) bool {
+		if apiequality.Semantic.DeepEqual(live.Webhooks, want.Webhooks) {
+			return false
+		}
+		live.Webhooks = want.Webhooks
+		return true
+	})
+	if m != nil {
+		out = append(out, *m)
+	}
+	return out, err
+}
+
+// ensure creates want, or updates the live object when set (which copies
+// want's webhooks into live) reports a difference; it retries when another
+// writer got there first. It returns what it wrote, nil when nothing.
+func ensure[T client.Object](ctx context.Context, c client.Client, want T, set func(live, want T) bool) (*written, error) {
+	kind := kindOf(want)
+	var err error
+	for range 5 {
+		live := want.DeepCopyObject().(T)
+		if err = c.Get(ctx, client.ObjectKeyFromObject(want), live); apierrors.IsNotFound(err) {
+			err = c.Create(ctx, want.DeepCopyObject().(T), client.FieldOwner(FieldManager))
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("register %s %s: %w", kind, want.GetName(), err)
+			}
+			return &written{want: want}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("register %s %s: read: %w", kind, want.GetName(), err)
+		}
+		before := live.DeepCopyObject().(T)
+		if !set(live, want) {
+			return nil, nil
+		}
+		if _, ok := live.GetLabels()[managedByLabel]; !ok {
+			labels := live.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[managedByLabel] = FieldManager
+			live.SetLabels(labels)
+		}
+		err = c.Update(ctx, live, client.FieldOwner(FieldManager))
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("register %s %s: %w", kind, want.GetName(), err)
+		}
+		return &written{live: before, want: want}, nil
+	}
+	return nil, fmt.Errorf("register %s %s: gave up after 5 conflicting writes: %w", kind, want.GetName(), err)
+}
+
+// kindOf names the kind of a webhook configuration.
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		return "ValidatingWebhookConfiguration"
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		return "MutatingWebhookConfiguration"
+	}
+	k := fmt.Sprintf("%T", obj)
+	return k[strings.LastIndex(k, ".")+1:]
+}
+
+const managedByLabel = "app.kubernetes.io/managed-by"
 
 func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)

@@ -1,34 +1,60 @@
 package webhook
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/audit"
 )
 
-// Registrar keeps the webhook configurations' rules equal to the kinds Git
-// manages: it registers at start, again whenever Changed is called and the
-// resources differ from the last registration, and every Resync (for kinds
-// whose CRD was not established at the last try).
+// Registrar keeps the webhook configurations equal to what the guard wants:
+// rules for the kinds Git manages, the CA it serves, and the rest of its
+// Registration. It registers at start; again whenever Changed is called (new
+// kinds, a new CA) and the registration differs from the last one written;
+// at once when someone deletes or changes either configuration (a watch on
+// the two objects by name, when Kube is set and Protect is on); and every
+// Resync (for kinds whose CRD was not established at the last try).
 type Registrar struct {
+	// Client reads straight from the API server (not a cache) and writes.
 	Client client.Client
 	Mapper meta.RESTMapper
 	// Kinds returns the kinds the snapshots hold (gitstore.Store.Kinds).
-	Kinds  func() []schema.GroupVersionKind
-	Resync time.Duration
-	Log    logr.Logger
+	Kinds func() []schema.GroupVersionKind
+	// CA, when set, returns the CA bundle to register (it changes when the
+	// serving certificate's CA rotates); otherwise Registration.CABundle.
+	CA func() []byte
+	// Kube watches the two configurations; nil: no watch, no restore.
+	Kube kubernetes.Interface
+	// Protect restores a configuration someone deleted or changed at once,
+	// and records who did it in Audit.
+	Protect bool
+	Audit   *audit.Logger
+	// Uninstalling, when set, is asked before a deleted configuration is
+	// restored: true (the guard's own Deployment is gone: helm uninstall)
+	// leaves it deleted. It is asked UninstallGrace after the deletion.
+	Uninstalling   func(ctx context.Context) bool
+	UninstallGrace time.Duration
+	Resync         time.Duration
+	Log            logr.Logger
 
 	kick         chan struct{}
 	mu           sync.Mutex // serializes Sync
 	registration Registration
-	last         []Resource
+	last         *Registration                // last registration written or found in place
+	want         atomic.Pointer[Registration] // the same, for the watch handlers
+	forced       atomic.Bool                  // read the live objects at the next Sync
+	deleted      atomic.Bool                  // a configuration was deleted since the last Sync
 }
 
 // Changed asks for a new registration; it never blocks.
@@ -49,8 +75,14 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 	r.mu.Lock()
 	r.registration = reg
 	r.mu.Unlock()
+	r.forced.Store(true)
 	if err := r.Sync(ctx); err != nil {
 		return err
+	}
+	if r.Kube != nil && r.Protect {
+		if err := r.watch(ctx); err != nil {
+			return err
+		}
 	}
 	resync := r.Resync
 	if resync <= 0 {
@@ -58,6 +90,7 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 	}
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
+	uninstallLogged := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -65,35 +98,88 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 		case <-r.kick:
 		case <-tick.C:
 		}
-		if err := r.Sync(ctx); err != nil {
+		if r.deleted.Load() && r.Uninstalling != nil && r.uninstalling(ctx) {
+			// Asked again at every later tick, so a mistaken "gone" only delays.
+			if !uninstallLogged {
+				r.Log.Info("webhook configuration deleted while the guard's Deployment is gone (uninstall): not restored")
+				uninstallLogged = true
+			}
+			continue
+		}
+		if err := r.Sync(ctx); err == nil {
+			r.deleted.Store(false)
+		} else {
 			r.Log.Error(err, "webhook registration failed; retrying")
+			r.forced.Store(true)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+				r.Changed()
+			}
 		}
 	}
 }
 
-// Sync registers the configurations when the managed resources changed
-// since the last successful registration (always, the first time).
+// uninstalling waits UninstallGrace, then asks Uninstalling.
+func (r *Registrar) uninstalling(ctx context.Context) bool {
+	grace := r.UninstallGrace
+	if grace <= 0 {
+		grace = 2 * time.Second
+	}
+	select {
+	case <-ctx.Done():
+		return true
+	case <-time.After(grace):
+	}
+	return r.Uninstalling(ctx)
+}
+
+// Sync registers the configurations when the wanted registration changed
+// since the last one written, or when the live objects must be checked
+// (at start, after someone changed them). The live objects are read and
+// written only when they differ.
 func (r *Registrar) Sync(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.registration.Name == "" {
 		return nil // not started: Run registers everything first
 	}
-	res := r.resources()
-	if r.last != nil && slices.Equal(res, r.last) {
+	reg := r.registration
+	reg.Resources = r.resources()
+	if reg.Resources == nil {
+		reg.Resources = []Resource{}
+	}
+	if r.CA != nil {
+		reg.CABundle = r.CA()
+	}
+	forced := r.forced.Swap(false)
+	if !forced && r.last != nil && sameRegistration(*r.last, reg) {
 		return nil
 	}
-	reg := r.registration
-	reg.Resources = res
-	if err := Register(ctx, r.Client, reg); err != nil {
+	// A write the guard's own wish does not explain (the same registration
+	// as last time) restores what someone else deleted or changed.
+	restoring := r.last != nil && sameRegistration(*r.last, reg)
+	written, err := register(ctx, r.Client, reg)
+	for _, w := range written {
+		if restoring {
+			r.restored(ctx, w)
+		}
+	}
+	if err != nil {
+		r.forced.Store(true)
 		return err
 	}
-	r.Log.Info("webhook rules registered", "resources", len(res))
-	r.last = res
-	if r.last == nil {
-		r.last = []Resource{}
+	if len(written) > 0 && !restoring {
+		r.Log.Info("webhook configurations registered", "configuration", reg.Name, "resources", len(reg.Resources))
 	}
+	r.last = &reg
+	r.want.Store(&reg)
 	return nil
+}
+
+func sameRegistration(a, b Registration) bool {
+	return slices.Equal(a.Resources, b.Resources) && bytes.Equal(a.CABundle, b.CABundle)
 }
 
 // resources maps the managed kinds to resources, sorted; kinds the API

@@ -19,6 +19,11 @@ type Server struct {
 	Validator http.Handler
 	Mutator   http.Handler
 	Log       logr.Logger
+	// GetCertificate, when set, serves the certificate of each handshake
+	// instead of Cert, so a rotated certificate is served without a restart.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// MinVersion is the lowest TLS version accepted; TLS 1.2 when zero.
+	MinVersion uint16
 
 	ready chan struct{}
 	addr  net.Addr
@@ -52,9 +57,15 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("webhook listen %s: %w", s.Addr, err)
 	}
 	s.addr = ln.Addr()
+	tlsConfig := &tls.Config{MinVersion: max(s.MinVersion, tls.VersionTLS12)}
+	if s.GetCertificate != nil {
+		tlsConfig.GetCertificate = s.GetCertificate
+	} else {
+		tlsConfig.Certificates = []tls.Certificate{s.Cert}
+	}
 	srv := &http.Server{
 		Handler:           mux,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.Cert}, MinVersion: tls.VersionTLS12},
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      15 * time.Second,

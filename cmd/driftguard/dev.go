@@ -27,6 +27,9 @@ func newDevCommand(logs *logOptions) *cobra.Command {
 	opts := app.DefaultOptions()
 	opts.WebhookAddr = "127.0.0.1:0"
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	// The demo shows self-heal by deleting the webhook configuration;
+	// --self-protect puts it back at once instead.
+	opts.SelfProtect = false
 	var examples, dir string
 	var interval time.Duration
 	var plain bool

@@ -175,6 +175,7 @@ func (e *env) start(tweak func(*app.Options)) error {
 	o.WebhookAddr, o.MetricsAddr, o.HealthAddr = "127.0.0.1:0", "0", "0"
 	o.GitCacheDir = filepath.Join(e.dir, "gitcache")
 	o.WebhookConfigName = "driftguard-bench-" + e.name
+	o.SelfProtect = false // setAdmission deletes the configurations to measure without them
 	// DRIFTGUARD_BENCH_AUDIT_EVENTS=false measures without the Event sink.
 	if v := os.Getenv("DRIFTGUARD_BENCH_AUDIT_EVENTS"); v != "" {
 		on, err := strconv.ParseBool(v)

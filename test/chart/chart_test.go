@@ -1,9 +1,15 @@
 // Package chart lints, renders and installs charts/driftguard with a real
-// helm into a real API server.
+// helm into a real API server, and runs the guard as the chart's
+// ServiceAccount.
 package chart
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,10 +17,31 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
 	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/webhook"
 )
 
+var update = flag.Bool("update", false, "rewrite the golden files in testdata from the chart")
+
+// helm runs the real helm binary; a failure fails the test.
 func helm(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := helmErr(t, kubeconfig, args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// helmErr runs helm and returns its output and error.
+func helmErr(t *testing.T, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -24,61 +51,403 @@ func helm(t *testing.T, kubeconfig string, args ...string) string {
 	if kubeconfig != "" {
 		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
 	}
-	out, err := cmd.CombinedOutput()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		return stdout.String() + stderr.String(), err
 	}
-	return string(out)
+	return stdout.String(), nil
 }
 
-func TestChart(t *testing.T) {
+func chartDir(t *testing.T) string {
+	t.Helper()
 	chart, err := filepath.Abs("../../charts/driftguard")
 	if err != nil {
 		t.Fatal(err)
 	}
-	helm(t, "", "lint", "--strict", chart)
-	out := helm(t, "", "template", "guard", chart, "--namespace", "driftguard-system", "--set", "breakGlassGroups={sre,oncall}", "--set", "replicas=2",
-		"--set", "policyConfigMap=policies", "--set", "ignoreRules[0].kind=Deployment", "--set", "ignoreRules[0].jsonPointers[0]=/spec/replicas", "--set", "receiver.enabled=true")
-	for _, want := range []string{
-		"kind: Deployment", "kind: Service", "kind: ClusterRoleBinding", "--webhook-service=guard",
-		"--break-glass-groups=sre,oncall", "--leader-elect=true", "readOnlyRootFilesystem: true", "runAsNonRoot: true",
-		"--policy-dir=/policy", "name: policies", "--ignore-file=/config/ignore.yaml", "- /spec/replicas", "--receiver-addr=:9292",
-		"kind: PodDisruptionBudget", "type: kubernetes.io/tls", "--cert-dir=/certs",
+	return chart
+}
+
+// variants are the value sets the chart is rendered and installed with.
+var variants = []struct {
+	name, values string
+	install      bool // false: needs a CRD the test API server lacks (ServiceMonitor)
+}{
+	{"default", "", true},
+	{"strict", "testdata/values-strict.yaml", true},
+	{"admin", "testdata/values-admin.yaml", false},
+}
+
+func render(t *testing.T, values string) string {
+	t.Helper()
+	args := []string{"template", release, chartDir(t), "--namespace", releaseNS}
+	if values != "" {
+		args = append(args, "--values", values)
+	}
+	return helm(t, "", args...)
+}
+
+func TestLint(t *testing.T) {
+	for _, v := range variants {
+		args := []string{"lint", "--strict", chartDir(t), "--namespace", releaseNS}
+		if v.values != "" {
+			args = append(args, "--values", v.values)
+		}
+		helm(t, "", args...)
+	}
+}
+
+// TestTemplateGolden compares the rendered manifests with the files in
+// testdata; go test -run TestTemplateGolden ./test/chart -update rewrites them
+// (review the diff).
+func TestTemplateGolden(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			got := render(t, v.values)
+			golden := filepath.Join("testdata", v.name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("rendered chart differs from %s (run with -update and review the diff):\n%s", golden, firstDiff(string(want), got))
+			}
+		})
+	}
+}
+
+// firstDiff shows the first differing line of two texts, with context.
+func firstDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n  want: %s\n  got:  %s", i+1, wl, gl)
+		}
+	}
+	return ""
+}
+
+// TestRendered checks what the manifests promise, for each variant.
+func TestRendered(t *testing.T) {
+	objs := map[string][]*unstructured.Unstructured{}
+	for _, v := range variants {
+		objs[v.name] = decode(t, render(t, v.values))
+	}
+	find := func(variant, kind, name string) *unstructured.Unstructured {
+		t.Helper()
+		for _, o := range objs[variant] {
+			if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+				return o
+			}
+		}
+		return nil
+	}
+	count := func(variant, kind string) int {
+		n := 0
+		for _, o := range objs[variant] {
+			if o.GetKind() == kind {
+				n++
+			}
+		}
+		return n
+	}
+
+	// Secure defaults of the pod, in every variant.
+	for _, v := range variants {
+		d := find(v.name, "Deployment", release)
+		if d == nil {
+			t.Fatalf("%s: no Deployment", v.name)
+		}
+		pod, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+		c := pod["containers"].([]any)[0].(map[string]any)
+		sc := c["securityContext"].(map[string]any)
+		for path, want := range map[string]any{
+			"runAsNonRoot": true, "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+		} {
+			if sc[path] != want {
+				t.Errorf("%s: container securityContext.%s = %v", v.name, path, sc[path])
+			}
+		}
+		if drop, _, _ := unstructured.NestedStringSlice(sc, "capabilities", "drop"); len(drop) != 1 || drop[0] != "ALL" {
+			t.Errorf("%s: capabilities.drop %v", v.name, drop)
+		}
+		if p, _, _ := unstructured.NestedString(pod, "securityContext", "seccompProfile", "type"); p != "RuntimeDefault" {
+			t.Errorf("%s: seccomp %q", v.name, p)
+		}
+		for _, r := range []string{"requests", "limits"} {
+			if m, _, _ := unstructured.NestedMap(c, "resources", r); len(m) == 0 {
+				t.Errorf("%s: no resource %s", v.name, r)
+			}
+		}
+	}
+	args := func(variant string) string {
+		d := find(variant, "Deployment", release)
+		a, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		return fmt.Sprint(a[0].(map[string]any)["args"])
+	}
+	for _, tc := range []struct {
+		variant string
+		want    []string
+	}{
+		{"default", []string{"--failure-policy=Ignore", "--webhook-timeout=3s", "--leader-elect=true", "--exclude-namespaces=kube-system,driftguard-system",
+			"--cert-secret=driftguard-webhook-tls", "--tls-min-version=1.3", "--self-protect=true", "--deployment-name=driftguard", "--policy-dir=/policy"}},
+		{"strict", []string{"--failure-policy=Fail", "--webhook-timeout=5s", "--exclude-namespaces=kube-system,driftguard-system,monitoring",
+			"--break-glass-groups=sre,oncall", "--ignore-file=/config/ignore.yaml", "--receiver-addr=:9292"}},
+		{"admin", []string{"--leader-elect=false", "--self-protect=false", "--tls-min-version=1.2", "--zap-log-level=debug", "--audit-events=false", "--cert-lifetime=720h"}},
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("rendered chart lacks %q", want)
+		a := args(tc.variant)
+		for _, w := range tc.want {
+			if !strings.Contains(a, w) {
+				t.Errorf("%s: args lack %s: %s", tc.variant, w, a)
+			}
+		}
+	}
+	if strings.Contains(args("admin"), "--policy-dir") {
+		t.Error("admin: the built-in policy must serve without a policy ConfigMap")
+	}
+	if img, _, _ := unstructured.NestedSlice(find("default", "Deployment", release).Object, "spec", "template", "spec", "containers"); img[0].(map[string]any)["image"] != "ghcr.io/driftguard/driftguard:"+appVersion(t) {
+		t.Errorf("default image %v does not follow appVersion %s", img[0].(map[string]any)["image"], appVersion(t))
+	}
+	if r, _, _ := unstructured.NestedFieldNoCopy(find("default", "Deployment", release).Object, "spec", "replicas"); fmt.Sprint(r) != "2" {
+		t.Errorf("default replicas %v, want 2", r)
+	}
+
+	// Optional objects appear only when asked for.
+	for _, tc := range []struct {
+		variant, kind string
+		want          int
+	}{
+		{"default", "PodDisruptionBudget", 1}, {"admin", "PodDisruptionBudget", 0},
+		{"default", "NetworkPolicy", 0}, {"strict", "NetworkPolicy", 1},
+		{"default", "ServiceMonitor", 0}, {"admin", "ServiceMonitor", 1},
+		{"default", "Guard", 0}, {"strict", "Guard", 1},
+		{"default", "ConfigMap", 1}, {"strict", "ConfigMap", 1}, {"admin", "ConfigMap", 0},
+		{"default", "ClusterRole", 2}, {"admin", "ClusterRole", 1},
+		{"default", "ValidatingWebhookConfiguration", 1}, {"default", "MutatingWebhookConfiguration", 1},
+	} {
+		if got := count(tc.variant, tc.kind); got != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.variant, got, tc.kind, tc.want)
+		}
+	}
+	// RBAC: least privilege unless clusterAdmin.
+	for _, o := range objs["default"] {
+		if o.GetKind() == "ClusterRoleBinding" && strings.Contains(fmt.Sprint(o.Object["roleRef"]), "cluster-admin") {
+			t.Error("default: bound to cluster-admin")
+		}
+	}
+	if b := find("admin", "ClusterRoleBinding", release+"-cluster-admin"); b == nil {
+		t.Error("admin: rbac.clusterAdmin binds nothing to cluster-admin")
+	}
+	// The NetworkPolicy opens only the webhook port to the API server.
+	np := find("strict", "NetworkPolicy", "")
+	ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	if len(ingress) != 3 || !strings.Contains(fmt.Sprint(ingress[0]), "port:webhook") || !strings.Contains(fmt.Sprint(ingress[0]), "10.0.0.0/24") {
+		t.Errorf("strict: NetworkPolicy ingress %v", ingress)
+	}
+
+	// The webhook configurations are skeletons of what the guard registers:
+	// the same webhooks, Service, paths and required fields, nothing the
+	// guard sets from its flags (helm and the guard never own one field).
+	for _, v := range variants {
+		reg := webhook.Registration{Name: release, ServiceNamespace: releaseNS, ServiceName: release, ServicePort: 443,
+			LabelKey: "driftguard.io/guard"}
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		var mwc admissionregistrationv1.MutatingWebhookConfiguration
+		fromUnstructured(t, find(v.name, "ValidatingWebhookConfiguration", release), &vwc)
+		fromUnstructured(t, find(v.name, "MutatingWebhookConfiguration", release), &mwc)
+		want := reg.Configuration().Webhooks
+		if len(vwc.Webhooks) != len(want) {
+			t.Fatalf("%s: %d validating webhooks, the guard registers %d", v.name, len(vwc.Webhooks), len(want))
+		}
+		for i, w := range vwc.Webhooks {
+			skeleton := admissionregistrationv1.ValidatingWebhook{Name: want[i].Name, ClientConfig: want[i].ClientConfig,
+				SideEffects: want[i].SideEffects, AdmissionReviewVersions: want[i].AdmissionReviewVersions}
+			if !apiequality.Semantic.DeepEqual(w, skeleton) {
+				t.Errorf("%s: validating webhook %d is not the skeleton of the guard's:\n%+v\n%+v", v.name, i, w, skeleton)
+			}
+		}
+		wantM := reg.MutatingConfiguration().Webhooks
+		if len(mwc.Webhooks) != 1 || !apiequality.Semantic.DeepEqual(mwc.Webhooks[0], admissionregistrationv1.MutatingWebhook{Name: wantM[0].Name,
+			ClientConfig: wantM[0].ClientConfig, SideEffects: wantM[0].SideEffects, AdmissionReviewVersions: wantM[0].AdmissionReviewVersions}) {
+			t.Errorf("%s: the mutating webhook is not the skeleton of the guard's: %+v", v.name, mwc.Webhooks)
 		}
 	}
 
+	// The default policy ConfigMap holds the policy built into the binary.
+	cm := find("default", "ConfigMap", release+"-policy")
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	for name, src := range policy.DefaultModules() {
+		if strings.HasSuffix(name, "_test.rego") {
+			continue
+		}
+		if data[filepath.Base(name)] != src {
+			t.Errorf("charts/driftguard/files/policy/%s differs from policy/default/%s: copy it again", filepath.Base(name), name)
+		}
+	}
+}
+
+// TestSchemaRejectsBadValues: wrong types and unknown keys fail with the key.
+func TestSchemaRejectsBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"replica=2", "replica"},
+		{"replicas=two", "/replicas"},
+		{"webhook.failurePolicy=Sometimes", "/webhook/failurePolicy"},
+		{"webhook.timeoutSeconds=60", "/webhook/timeoutSeconds"},
+		{"rbac.managedResources[0].kinds[0]=Secret", "kinds"},
+		{"certificates.lifetime=soon", "/certificates/lifetime"},
+		{"networkPolicy.enabled=true", "networkPolicy.apiServerCIDRs"},
+		{"guard.create=true", "guard.spec.url"},
+	} {
+		out, err := helmErr(t, "", "template", release, chartDir(t), "--set", tc.set)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("--set %s: want an error naming %s, got %v:\n%s", tc.set, tc.want, err, out)
+		}
+	}
+}
+
+// TestInstallUpgradeUninstall installs each variant with helm into a real
+// API server (every object accepted), upgrades it, and uninstalls it.
+func TestInstallUpgradeUninstall(t *testing.T) {
 	cluster, err := devenv.Start(context.Background(), devenv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cluster.Stop()
-	helm(t, cluster.AdminKubeconfig, "install", "guard", chart, "--namespace", "driftguard-system", "--create-namespace")
-	for _, args := range [][]string{
-		{"get", "crd", "guards.driftguard.io"},
-		{"get", "deployment", "guard", "-n", "driftguard-system"},
-		{"get", "service", "guard", "-n", "driftguard-system"},
-		{"get", "serviceaccount", "guard", "-n", "driftguard-system"},
-		{"get", "secret", "guard-webhook-tls", "-n", "driftguard-system"},
-	} {
-		if out, errOut, err := cluster.Kubectl(context.Background(), "", args...); err != nil {
-			t.Errorf("kubectl %v after install: %v %s %s", args, err, out, errOut)
+	kubectl := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, errOut, err := cluster.Kubectl(ctx, "", args...)
+		return strings.TrimSpace(out + errOut), err
+	}
+	for _, v := range variants {
+		if !v.install {
+			continue
+		}
+		t.Run(v.name, func(t *testing.T) {
+			ns := "dg-" + v.name
+			args := []string{"install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--wait=false"}
+			if v.values != "" {
+				args = append(args, "--values", v.values)
+			}
+			notes := helm(t, cluster.AdminKubeconfig, args...)
+			if !strings.Contains(notes, "kubectl -n "+ns+" rollout status deployment/"+release) {
+				t.Errorf("NOTES do not tell how to check the install:\n%s", notes)
+			}
+			manifest := helm(t, cluster.AdminKubeconfig, "get", "manifest", release, "--namespace", ns)
+			objs := decode(t, manifest)
+			if len(objs) < 12 {
+				t.Fatalf("only %d objects installed", len(objs))
+			}
+			for _, o := range objs {
+				get := []string{"get", resourceOf(o), o.GetName()}
+				if o.GetNamespace() != "" {
+					get = append(get, "-n", o.GetNamespace())
+				}
+				if out, err := kubectl(get...); err != nil {
+					t.Errorf("%s %s not in the cluster after install: %v %s", o.GetKind(), o.GetName(), err, out)
+				}
+			}
+			// An upgrade keeps the certificates the guard put in its Secret.
+			secret := release + "-webhook-tls"
+			if out, err := kubectl("patch", "secret", secret, "-n", ns, "-p", `{"data":{"ca.crt":"Q0E="}}`); err != nil {
+				t.Fatalf("fill the certificate secret: %v %s", err, out)
+			}
+			up := []string{"upgrade", release, chartDir(t), "--namespace", ns, "--set", "replicas=4", "--set", "webhook.timeoutSeconds=7"}
+			if v.values != "" {
+				up = append(up, "--values", v.values)
+			}
+			helm(t, cluster.AdminKubeconfig, up...)
+			if out, err := kubectl("get", "secret", secret, "-n", ns, "-o", `jsonpath={.data.ca\.crt}`); err != nil || out != "Q0E=" {
+				t.Errorf("helm upgrade replaced the certificates: %q %v", out, err)
+			}
+			if out, err := kubectl("get", "deployment", release, "-n", ns, "-o", "jsonpath={.spec.replicas}"); err != nil || out != "4" {
+				t.Errorf("upgrade not applied: replicas %q %v", out, err)
+			}
+			if out, err := kubectl("get", "deployment", release, "-n", ns, "-o", "jsonpath={.spec.template.spec.containers[0].args}"); err != nil || !strings.Contains(out, "--webhook-timeout=7s") {
+				t.Errorf("upgrade not applied to the guard's flags: %q %v", out, err)
+			}
+			helm(t, cluster.AdminKubeconfig, "uninstall", release, "--namespace", ns)
+			for _, o := range objs {
+				get := []string{"get", resourceOf(o), o.GetName()}
+				if o.GetNamespace() != "" {
+					get = append(get, "-n", o.GetNamespace())
+				}
+				if out, err := kubectl(get...); err == nil {
+					t.Errorf("%s %s left after uninstall: %s", o.GetKind(), o.GetName(), out)
+				}
+			}
+			// Helm keeps the CRD (crds/), so Guards are never deleted with it.
+			if _, err := kubectl("get", "crd", "guards.driftguard.io"); err != nil {
+				t.Errorf("CRD gone after uninstall: %v", err)
+			}
+		})
+	}
+}
+
+// resourceOf names an object's kind for kubectl get: kind.group.
+func resourceOf(o *unstructured.Unstructured) string {
+	if g := o.GroupVersionKind().Group; g != "" {
+		return strings.ToLower(o.GetKind()) + "." + g
+	}
+	return strings.ToLower(o.GetKind())
+}
+
+func appVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartDir(t), "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "appVersion:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"`)
 		}
 	}
-	// An upgrade keeps the certificate the replicas already serve.
-	get := func() string {
-		out, _, err := cluster.Kubectl(context.Background(), "", "get", "secret", "guard-webhook-tls", "-n", "driftguard-system", "-o", "jsonpath={.data.ca\\.crt}")
-		if err != nil || out == "" {
-			t.Fatalf("read webhook CA: %v", err)
+	t.Fatal("Chart.yaml has no appVersion")
+	return ""
+}
+
+// decode splits rendered manifests into objects.
+func decode(t *testing.T, manifests string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatalf("decode rendered manifests: %v", err)
 		}
-		return out
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
 	}
-	ca := get()
-	helm(t, cluster.AdminKubeconfig, "upgrade", "guard", chart, "--namespace", "driftguard-system", "--set", "replicas=2")
-	if get() != ca {
-		t.Fatal("helm upgrade replaced the webhook certificate")
+}
+
+func fromUnstructured(t *testing.T, u *unstructured.Unstructured, into any) {
+	t.Helper()
+	if u == nil {
+		t.Fatal("object not rendered")
 	}
-	helm(t, cluster.AdminKubeconfig, "uninstall", "guard", "--namespace", "driftguard-system")
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		t.Fatal(err)
+	}
 }

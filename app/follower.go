@@ -1,0 +1,181 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/reconcile"
+)
+
+// follower gives a replica that is not the leader the desired state, so that
+// its webhook answers like the leader's: it fetches and renders every Guard's
+// source as the reconciler does (never applying anything), publishes the
+// snapshots in the store, and asks the API server in server-side dry runs
+// what each object is stored as, for the comparison. It stops when the
+// replica becomes the leader: the reconciler takes over, starting from these
+// snapshots.
+type follower struct {
+	client    client.Client
+	cache     cache.Cache
+	fetcher   reconcile.Fetcher
+	store     *gitstore.Store
+	applier   *reconcile.Applier
+	elected   <-chan struct{}
+	namespace string
+	interval  time.Duration
+	log       logr.Logger
+
+	mu      sync.Mutex
+	fetched map[string]*gitstore.Snapshot // guard -> last fetched snapshot
+}
+
+// NeedLeaderElection is false: it runs until this replica leads.
+func (f *follower) NeedLeaderElection() bool { return false }
+
+// Start follows the Guards' sources until ctx ends or this replica is elected.
+func (f *follower) Start(ctx context.Context) error {
+	select {
+	case <-f.elected:
+		return nil // the leader from the start (or no election): the reconciler does it
+	default:
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-f.elected:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	kick := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	inf, err := f.cache.GetInformer(ctx, &v1alpha1.Guard{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // elected, or stopping, while the cache synced
+		}
+		return err
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: poke, UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	f.fetched = map[string]*gitstore.Snapshot{}
+	interval := max(f.interval, 5*time.Second)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		f.follow(ctx)
+		select {
+		case <-ctx.Done():
+			f.log.Info("stopped following: this replica leads, or stops")
+			return nil
+		case <-kick:
+		case <-tick.C:
+		}
+	}
+}
+
+// follow publishes the snapshot of every Guard and forgets deleted ones.
+func (f *follower) follow(ctx context.Context) {
+	var guards v1alpha1.GuardList
+	if err := f.client.List(ctx, &guards); err != nil {
+		f.log.Info("list guards", "error", err.Error())
+		return
+	}
+	live := map[string]bool{}
+	for i := range guards.Items {
+		g := &guards.Items[i]
+		live[g.Name] = true
+		if ctx.Err() != nil {
+			return
+		}
+		if err := f.followOne(ctx, g); err != nil {
+			f.log.V(1).Info("source not followed; the webhook keeps the last snapshot", "guard", g.Name, "error", err.Error())
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for name := range f.fetched {
+		if !live[name] {
+			delete(f.fetched, name)
+			f.store.Remove(name)
+		}
+	}
+}
+
+func (f *follower) followOne(ctx context.Context, g *v1alpha1.Guard) error {
+	if g.Status.LastAppliedRevision == "" {
+		return nil // nothing in force yet
+	}
+	req, err := reconcile.Request(ctx, f.client, g, f.namespace)
+	if err != nil {
+		return err
+	}
+	// The revision the leader has in force, not the newest: a newer one may
+	// wait for a manual sync or a sync window.
+	req.Ref, req.SemVer = g.Status.LastAppliedRevision, ""
+	_, snap, err := f.fetcher.Fetch(ctx, req)
+	if err != nil {
+		return err // a bad revision: the last good one stays, as on the leader
+	}
+	f.mu.Lock()
+	same := f.fetched[g.Name] == snap
+	f.mu.Unlock()
+	if same {
+		return nil
+	}
+	decorated, err := reconcile.Decorate(f.client, g.Name, snap)
+	if err != nil {
+		return err
+	}
+	if prev, ok := f.store.Snapshot(g.Name); ok {
+		decorated.InheritServerValues(prev)
+	}
+	select {
+	case <-f.elected:
+		return nil // the reconciler owns the store now
+	default:
+	}
+	f.store.Set(g.Name, decorated)
+	f.mu.Lock()
+	f.fetched[g.Name] = snap
+	f.mu.Unlock()
+	f.log.Info("following a Guard's source for the webhook", "guard", g.Name, "revision", decorated.Revision, "objects", len(decorated.Objects))
+	f.serverValues(ctx, decorated)
+	return nil
+}
+
+// serverValues asks the API server, in a server-side dry run, what each
+// object is stored as, so the webhook compares like the leader's.
+func (f *follower) serverValues(ctx context.Context, snap *gitstore.Snapshot) {
+	for _, o := range snap.Objects {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, checked := o.ServerValues(); checked {
+			continue
+		}
+		if err := f.applier.DryRun(ctx, o, nil); err != nil {
+			f.log.V(1).Info("server-side dry run failed; the webhook compares with Git's text", "object", o.Key.String(), "error", err.Error())
+			o.SetServerValues(nil)
+		}
+	}
+}
