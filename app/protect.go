@@ -67,8 +67,11 @@ type protectionWatch struct {
 	cache      cache.Cache
 	namespace  string
 	deployment string
-	audit      *audit.Logger
-	log        logr.Logger
+	// shard: only Guards of this shard (--shard) are recorded here; the
+	// other shards record theirs.
+	shard string
+	audit *audit.Logger
+	log   logr.Logger
 }
 
 // Start watches until ctx ends.
@@ -149,6 +152,9 @@ func (p *protectionWatch) handler(ctx context.Context, started time.Time, gvk sc
 }
 
 func (p *protectionWatch) record(ctx context.Context, gvk schema.GroupVersionKind, obj client.Object, op string, changes []audit.Field) {
+	if gvk.Kind == "Guard" && obj.GetLabels()[v1alpha1.ShardLabel] != p.shard {
+		return
+	}
 	rec := audit.Record{Type: audit.Protection, Operation: op, Action: "recorded", Fields: changes,
 		Object: audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 	if op == "DELETE" {

@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		}
 	}
 	if o.SelfProtect {
-		if err := mgr.Add(&protectionWatch{kube: kube, cache: mgr.GetCache(), namespace: o.Namespace, deployment: o.DeploymentName, audit: auditLog, log: log.WithName("protect")}); err != nil {
+		if err := mgr.Add(&protectionWatch{kube: kube, cache: mgr.GetCache(), namespace: o.Namespace, deployment: o.DeploymentName, shard: o.Shard, audit: auditLog, log: log.WithName("protect")}); err != nil {
 			return err
 		}
 	}

@@ -108,14 +108,14 @@ func TestShards(t *testing.T) {
 	waitValue(t, "shard-b", "cm", "b")
 
 	// Who applied what: each process's audit records.
-	if recs := h.Audit.Find(func(r audit.Record) bool { return r.Guard == sharded.Guard }); len(recs) > 0 {
+	if recs := h.Audit.Find(func(r audit.Record) bool { return r.Guard == sharded.Guard && r.Type == audit.Apply }); len(recs) > 0 {
 		t.Fatalf("the unsharded process worked on the shard's Guard: %+v", recs[0])
 	}
-	if !strings.Contains(shardOut.String(), `"guard":"shard-b"`) {
-		t.Fatalf("the shard recorded nothing for its Guard:\n%s", shardOut.String())
+	if !strings.Contains(shardOut.String(), `"type":"apply","guard":"shard-b"`) {
+		t.Fatalf("the shard applied nothing of its Guard:\n%s", shardOut.String())
 	}
 	if strings.Contains(shardOut.String(), `"guard":"shard-none"`) {
-		t.Fatal("the shard worked on an unlabelled Guard")
+		t.Fatal("the shard worked on, or recorded, an unlabelled Guard")
 	}
 
 	harness.Eventually(t, 30*time.Second, "shard metrics", func() error {
