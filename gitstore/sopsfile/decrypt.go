@@ -70,6 +70,10 @@ func Decrypt(data []byte, format Format, ids []age.Identity) ([]byte, error) {
 		return nil, fmt.Errorf("not a valid SOPS file: %w", err)
 	}
 	md, err := parseMetadata(f.metadata())
+	var unsupported unsupportedError
+	if errors.As(err, &unsupported) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("not a valid SOPS file: %w", err)
 	}

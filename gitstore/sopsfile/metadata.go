@@ -47,7 +47,7 @@ func parseMetadata(v any) (metadata, error) {
 			return metadata{}, errors.New("sops metadata has no keys")
 		}
 		if len(kg) > 1 {
-			return metadata{}, fmt.Errorf("the data key is split between %d key groups (Shamir secret sharing), which driftguard does not decrypt", len(kg))
+			return metadata{}, unsupportedError(fmt.Sprintf("the data key is split between %d key groups (Shamir secret sharing), which driftguard does not decrypt", len(kg)))
 		}
 		g, ok := kg[0].(map[string]any)
 		if !ok {
@@ -107,6 +107,12 @@ func parseMetadata(v any) (metadata, error) {
 	}
 	return md, nil
 }
+
+// unsupportedError says a valid SOPS file uses something this package
+// does not implement.
+type unsupportedError string
+
+func (e unsupportedError) Error() string { return "SOPS file not supported: " + string(e) }
 
 // hasKeys reports whether a mapping lists master keys itself rather than
 // in key_groups.
