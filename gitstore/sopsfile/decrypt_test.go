@@ -122,6 +122,8 @@ spaces: "  padded  "
 unicode: "päss wörd ✓ 密码"
 colon: "a: b, c"
 brackets: "ENC[not really]"
+long: "` + strings.Repeat("word  and   more words ", 20) + `"
+b64: ` + strings.Repeat("aHVudGVyMg", 60) + `
 `, hiddenIn: []string{"hunter2", "padded", "päss"}},
 		{name: "comments are decrypted and lists keep their elements", plain: `# top comment
 a: 1 # inline
@@ -502,4 +504,39 @@ func regexpReplace(t *testing.T, s, expr, repl string) string {
 		t.Fatalf("fixture: %q matches nothing", expr)
 	}
 	return out
+}
+
+// FuzzDecrypt: whatever a SOPS file is changed into, Decrypt does not
+// panic, and its errors never show a value of the file.
+func FuzzDecrypt(f *testing.F) {
+	key, err := sopstest.NewKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, o := range []sopstest.Options{{}, {EncryptedRegex: "^stringData$"}} {
+		enc, err := sopstest.Encrypt([]byte(plainSecret+"list:\n  # c\n  - a: 1.5\n    b: [true, ~]\n"), o, key.Recipient)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(enc, false)
+	}
+	enc, err := sopstest.Encrypt([]byte(`{"stringData": {"password": "hunter2-very-secret"}, "n": [1, 2.5]}`), sopstest.Options{JSON: true}, key.Recipient)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(enc, true)
+	ids, err := ParseIdentities(key.Identity)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, json bool) {
+		format := YAML
+		if json {
+			format = JSON
+		}
+		_, err := Decrypt(data, format, ids)
+		if err != nil && strings.Contains(err.Error(), "very-secret") {
+			t.Fatalf("the error shows a value: %v", err)
+		}
+	})
 }

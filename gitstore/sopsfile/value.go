@@ -53,7 +53,7 @@ func parseValue(s string) (encValue, error) {
 	for i, f := range fields {
 		name, val, ok := strings.Cut(f, ":")
 		if !ok || name != names[i] {
-			return encValue{}, fmt.Errorf("field %d of the encrypted value is not %s:", i+1, names[i])
+			return encValue{}, fmt.Errorf("field %d of the encrypted value is not %q", i+1, names[i]+":")
 		}
 		if i == 3 {
 			if !valueTypes[val] {

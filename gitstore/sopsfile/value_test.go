@@ -49,7 +49,7 @@ func TestDecryptValue(t *testing.T) {
 		{"not encrypted", "hunter2", "a:b:", nil, "not an encrypted value"},
 		{"another cipher", "ENC[AES128_CBC,data:AA==,iv:AA==,tag:AA==,type:str]", "", nil, "unknown cipher"},
 		{"no closing bracket", strings.TrimSuffix(valid, "]"), "a:b:", nil, "does not end with ]"},
-		{"fields out of order", "ENC[AES256_GCM,iv:AA==,data:AA==,tag:AA==,type:str]", "", nil, "field 1 of the encrypted value is not data:"},
+		{"fields out of order", "ENC[AES256_GCM,iv:AA==,data:AA==,tag:AA==,type:str]", "", nil, `field 1 of the encrypted value is not "data:"`},
 		{"missing type", "ENC[AES256_GCM,data:AA==,iv:AA==,tag:AA==]", "", nil, "has 3 fields"},
 		{"bad base64", "ENC[AES256_GCM,data:!!,iv:AA==,tag:AA==,type:str]", "", nil, "data of the encrypted value is not base64"},
 		{"short tag", "ENC[AES256_GCM,data:AA==,iv:AAAA,tag:AA==,type:str]", "", nil, "the tag of the encrypted value has 1 bytes, want 16"},
