@@ -150,7 +150,6 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	o.InstallOptions.bindFlags(fs)
 }
 
-// Validate checks option values, naming the flag at fault.
 // PolicyGitSource splits --policy-git into the Guard and the path.
 func (o *Options) PolicyGitSource() (guard, path string, err error) {
 	guard, path, ok := strings.Cut(o.PolicyGit, ":")
@@ -160,6 +159,7 @@ func (o *Options) PolicyGitSource() (guard, path string, err error) {
 	return guard, path, nil
 }
 
+// Validate checks option values, naming the flag at fault.
 func (o *Options) Validate() error {
 	if o.FailurePolicy != "Fail" && o.FailurePolicy != "Ignore" {
 		return fmt.Errorf("--failure-policy: %q is neither Fail nor Ignore", o.FailurePolicy)

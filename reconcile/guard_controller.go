@@ -413,7 +413,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	// The same revision and spec as last time, with no kind left behind, has
 	// nothing to prune: skipping the lists keeps a no-op reconcile free of
 	// API calls.
-	needPrune := g.Spec.Prune && !(rev == g.Status.LastAppliedRevision && g.Generation == g.Status.ObservedGeneration && len(kinds) == len(snap.Kinds()))
+	needPrune := g.Spec.Prune && (rev != g.Status.LastAppliedRevision || g.Generation != g.Status.ObservedGeneration || len(kinds) != len(snap.Kinds()))
 	prune := func() error {
 		deleted, err := r.Applier.Prune(ctx, g.Name, kinds, snap, propagation(g.Spec.PrunePropagationPolicy))
 		for _, p := range deleted {
@@ -510,7 +510,7 @@ func syncBlocked(g *v1alpha1.Guard, gate Gate, manual bool, rev string) (reason,
 	if g.Spec.Sync == v1alpha1.SyncManual && !manual {
 		return "ManualSyncRequired", fmt.Sprintf("revision %s waits for a manual sync (driftguard sync %s); %s stays in force", short(rev), g.Name, orNone(short(g.Status.LastAppliedRevision)))
 	}
-	if !gate.Open && !(manual && gate.ManualOK) {
+	if !gate.Open && (!manual || !gate.ManualOK) {
 		return "SyncWindowClosed", fmt.Sprintf("revision %s waits: %s; %s stays in force", short(rev), gate.Message, orNone(short(g.Status.LastAppliedRevision)))
 	}
 	return "", ""
