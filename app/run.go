@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ import (
 	"github.com/driftguard/driftguard/notify"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/sources"
 	"github.com/driftguard/driftguard/webhook"
 )
 
@@ -210,7 +212,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		store.Subscribe(webhookRules.Changed)
 	}
 	rec := &reconcile.GuardReconciler{
-		Client: mgr.GetClient(), Fetcher: gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), Store: store,
+		Client: mgr.GetClient(), Fetcher: sources.New(gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), filepath.Join(o.GitCacheDir, "artifacts"), log.WithName("sources")), Store: store,
 		Applier: applier, Audit: auditLog, Drift: watcher, SecretNamespace: o.Namespace,
 		DefaultInterval: o.DefaultInterval, Log: log.WithName("reconcile"),
 		Health: healthTracker, Events: mgr.GetEventRecorder("driftguard"), Concurrent: o.Concurrent, Shard: o.Shard,

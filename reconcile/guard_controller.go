@@ -282,6 +282,10 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	ctx, cancel := context.WithTimeout(ctx, r.timeout(g))
 	defer cancel()
 	req, err := Request(ctx, r.Client, g, r.SecretNamespace)
+	if invalid := (*InvalidSourceError)(nil); errors.As(err, &invalid) {
+		r.stalled(g, "InvalidSource", err.Error())
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return r.failed(ctx, g, "AuthFailed", err.Error()), nil
 	}
@@ -828,10 +832,7 @@ func inventory(kinds []schema.GroupVersionKind) []v1alpha1.InventoryKind {
 }
 
 func short(rev string) string {
-	if len(rev) > 7 {
-		return rev[:7]
-	}
-	return rev
+	return gitstore.ShortRevision(rev)
 }
 
 func orNone(rev string) string {
