@@ -34,10 +34,15 @@ type Fetcher struct {
 // New returns a Fetcher that fetches Git with git and keeps downloaded
 // archives below cacheDir.
 func New(git *gitstore.Fetcher, cacheDir string, log logr.Logger) *Fetcher {
+	return &Fetcher{git: git, blobs: blobStore{dir: cacheDir}, log: log, http: newTransport(),
+		sources: map[string]*state{}, byURL: map[string]*state{}}
+}
+
+// newTransport is the HTTP transport of every kind.
+func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.ResponseHeaderTimeout = time.Minute
-	return &Fetcher{git: git, blobs: blobStore{dir: cacheDir}, log: log, http: t,
-		sources: map[string]*state{}, byURL: map[string]*state{}}
+	return t
 }
 
 // state is what the Fetcher keeps of one source between fetches.

@@ -37,7 +37,7 @@ func (f *Fetcher) puller(rc **registryClient, registry string, a *gitstore.Artif
 	if err != nil {
 		return nil, err
 	}
-	p, err := remote.NewPuller(f.registryOptions(auth, a)...)
+	p, err := remote.NewPuller(registryOptions(f.http, remote.WithAuth(auth), a)...)
 	if err != nil {
 		return nil, err
 	}
@@ -45,10 +45,12 @@ func (f *Fetcher) puller(rc **registryClient, registry string, a *gitstore.Artif
 	return p, nil
 }
 
-func (f *Fetcher) registryOptions(auth authn.Authenticator, a *gitstore.ArtifactSource) []remote.Option {
+// registryOptions are the options of every registry request: auth, plain
+// HTTP only when a allows it, and few retries (the Guard retries itself).
+func registryOptions(rt http.RoundTripper, auth remote.Option, a *gitstore.ArtifactSource) []remote.Option {
 	return []remote.Option{
-		remote.WithAuth(auth),
-		remote.WithTransport(plainHTTPGuard{next: f.http, insecure: a.Insecure, field: a.Field}),
+		auth,
+		remote.WithTransport(plainHTTPGuard{next: rt, insecure: a.Insecure, field: a.Field}),
 		remote.WithUserAgent("driftguard"),
 		remote.WithRetryBackoff(remote.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 2}),
 	}
@@ -130,12 +132,19 @@ func (g plainHTTPGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 type plainHTTPError struct{ host, field string }
 
 func (e *plainHTTPError) Error() string {
+	if e.field == "" {
+		return fmt.Sprintf("%s speaks plain HTTP, which is used only when asked: pass --insecure", e.host)
+	}
 	return fmt.Sprintf("%s speaks plain HTTP, which is used only when asked: set %s.insecure to true", e.host, e.field)
 }
 
 // explainRegistry makes an error of the registry library say what to do:
 // a refused request names the Secret the credentials came from.
 func explainRegistry(err error, a *gitstore.ArtifactSource) error {
+	var pe *plainHTTPError
+	if errors.As(err, &pe) {
+		return pe // the failed HTTPS attempt before it is noise
+	}
 	var te *transport.Error
 	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
 		return fmt.Errorf("%w; %s", err, credentialsHint(a, "registry"))
