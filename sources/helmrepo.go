@@ -217,8 +217,27 @@ func (f *Fetcher) helmIndex(ctx context.Context, hs *helmState, req gitstore.Req
 		}
 		hs.versions, hs.indexDigest = versions, digest
 	}
-	hs.etag, hs.lastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	hs.etag, hs.lastModified = resp.Header.Get("ETag"), strongLastModified(resp.Header)
 	return hs.versions, nil
+}
+
+// strongLastModified returns the Last-Modified of a response unless the
+// file changed within two seconds of the answer: its one-second resolution
+// would then hide a second change in the same second from If-Modified-Since
+// (RFC 9110, 8.8.2.2).
+func strongLastModified(h http.Header) string {
+	lm, err := http.ParseTime(h.Get("Last-Modified"))
+	if err != nil {
+		return ""
+	}
+	date, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		date = time.Now()
+	}
+	if date.Sub(lm) < 2*time.Second {
+		return ""
+	}
+	return h.Get("Last-Modified")
 }
 
 // download gets a chart archive; with digest (hex) set, it must have it.
