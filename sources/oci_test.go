@@ -1,8 +1,11 @@
 package sources_test
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -261,6 +264,24 @@ func TestPackageIsReproducible(t *testing.T) {
 	}
 	if a.String() != b.String() {
 		t.Fatal("the same files make different archives")
+	}
+	zr, err := gzip.NewReader(strings.NewReader(a.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for tr := tar.NewReader(zr); ; {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, hdr.Name)
+	}
+	if strings.Join(names, " ") != "a.yaml sub/ sub/b.yaml" {
+		t.Fatalf("archive holds %q", names)
 	}
 	if err := os.Symlink("a.yaml", filepath.Join(dir, "link.yaml")); err != nil {
 		t.Fatal(err)
