@@ -11,7 +11,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 )
 
 // Bounds of what an archive may hold once unpacked.
@@ -84,8 +86,11 @@ func entryPath(name string) (string, error) {
 }
 
 // blobStore keeps downloaded archives by their sha256 digest below a
-// folder, so a revision seen before is not downloaded again.
+// folder, so a revision seen before is not downloaded again. It keeps the
+// maxBlobs archives used last.
 type blobStore struct{ dir string }
+
+const maxBlobs = 100
 
 func (b blobStore) path(hexDigest string) string {
 	return filepath.Join(b.dir, "sha256", hexDigest)
@@ -105,7 +110,32 @@ func (b blobStore) get(hexDigest string) []byte {
 		os.Remove(b.path(hexDigest))
 		return nil
 	}
+	now := time.Now()
+	_ = os.Chtimes(b.path(hexDigest), now, now) // used last now
 	return data
+}
+
+// prune removes the archives used least recently beyond maxBlobs.
+func (b blobStore) prune() {
+	dir := filepath.Join(b.dir, "sha256")
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) <= maxBlobs {
+		return
+	}
+	type blob struct {
+		name string
+		at   time.Time
+	}
+	var blobs []blob
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			blobs = append(blobs, blob{e.Name(), info.ModTime()})
+		}
+	}
+	sort.Slice(blobs, func(i, j int) bool { return blobs[i].at.After(blobs[j].at) })
+	for _, x := range blobs[min(len(blobs), maxBlobs):] {
+		os.Remove(filepath.Join(dir, x.name))
+	}
 }
 
 // put keeps data under its digest, atomically.
@@ -134,6 +164,7 @@ func (b blobStore) put(data []byte) (string, error) {
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return "", fmt.Errorf("archive cache: %w", err)
 	}
+	b.prune()
 	return hexDigest, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -80,5 +82,34 @@ func TestUntar(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestBlobStoreKeepsTheLastUsed(t *testing.T) {
+	b := blobStore{dir: t.TempDir()}
+	first, err := b.put([]byte("first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxBlobs + 5 {
+		if _, err := b.put([]byte(strings.Repeat("x", i+1))); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 && b.get(first) == nil { // used again and again: kept
+			t.Fatalf("blob used last was removed at %d", i)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(b.dir, "sha256"))
+	if err != nil || len(entries) != maxBlobs {
+		t.Fatalf("%d blobs kept (%v), want %d", len(entries), err, maxBlobs)
+	}
+	if b.get(first) == nil {
+		t.Fatal("the blob used last is gone")
+	}
+	if err := os.WriteFile(b.path(first), []byte("tampered"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b.get(first) != nil {
+		t.Fatal("a blob that no longer matches its digest was returned")
 	}
 }
