@@ -31,7 +31,7 @@ func untar(r io.Reader) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a gzip archive: %w", err)
 	}
-	defer zr.Close()
+	defer func() { _ = zr.Close() }()
 	tr := tar.NewReader(zr)
 	files := map[string][]byte{}
 	var total int64
@@ -107,7 +107,7 @@ func (b blobStore) get(hexDigest string) []byte {
 		return nil
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != hexDigest {
-		os.Remove(b.path(hexDigest))
+		_ = os.Remove(b.path(hexDigest))
 		return nil
 	}
 	now := time.Now()
@@ -134,7 +134,7 @@ func (b blobStore) prune() {
 	}
 	sort.Slice(blobs, func(i, j int) bool { return blobs[i].at.After(blobs[j].at) })
 	for _, x := range blobs[min(len(blobs), maxBlobs):] {
-		os.Remove(filepath.Join(dir, x.name))
+		_ = os.Remove(filepath.Join(dir, x.name))
 	}
 }
 
@@ -153,7 +153,7 @@ func (b blobStore) put(data []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("archive cache: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return "", fmt.Errorf("archive cache: %w", err)

@@ -112,7 +112,7 @@ func getObject(ctx context.Context, client *minio.Client, a *gitstore.ArtifactSo
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, explainBucket(err, a))
 	}
-	defer obj.Close()
+	defer func() { _ = obj.Close() }()
 	data, err := readAllLimit(obj, maxUnpackedSize)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, explainBucket(err, a))
