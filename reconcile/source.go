@@ -49,6 +49,18 @@ func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNam
 	return req, nil
 }
 
+// SourceURL is the URL of a Guard's source, as its objects and audit
+// records carry it: the Git URL of spec.url or spec.git, the repository of
+// spec.helmRepository or spec.oci, http(s)://ENDPOINT/BUCKET/PREFIX of
+// spec.bucket; "" when the spec names no single source.
+func SourceURL(g *v1alpha1.Guard) string {
+	req, _, err := sourceRequest(&g.Spec)
+	if err != nil {
+		return ""
+	}
+	return req.URL
+}
+
 // sourceRequest reads the one source a spec names, and the Secret of its
 // credentials (Git's is read by Auth).
 func sourceRequest(s *v1alpha1.GuardSpec) (gitstore.Request, *v1alpha1.SecretReference, error) {

@@ -48,6 +48,9 @@ func TestSourceRequest(t *testing.T) {
 			if got.Kind != tt.want.Kind || got.URL != tt.want.URL || got.Ref != tt.want.Ref || got.SemVer != tt.want.SemVer || got.Path != tt.want.Path {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
+			if u := SourceURL(&v1alpha1.Guard{Spec: tt.spec}); u != tt.want.URL {
+				t.Fatalf("SourceURL = %q, want %q", u, tt.want.URL)
+			}
 			if (got.Artifact == nil) != (tt.want.Artifact == nil) || (got.Artifact != nil && *got.Artifact != *tt.want.Artifact) {
 				t.Fatalf("artifact %+v, want %+v", got.Artifact, tt.want.Artifact)
 			}
