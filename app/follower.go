@@ -130,8 +130,11 @@ func (f *follower) followOne(ctx context.Context, g *v1alpha1.Guard) error {
 		return err
 	}
 	// The revision the leader has in force, not the newest: a newer one may
-	// wait for a manual sync or a sync window.
-	req.Ref, req.SemVer = g.Status.LastAppliedRevision, ""
+	// wait for a manual sync or a sync window. (A bucket keeps no history:
+	// the newest it is.)
+	if pinned, ok := reconcile.PinRevision(req, g.Status.LastAppliedRevision); ok {
+		req = pinned
+	}
 	_, snap, err := f.fetcher.Fetch(ctx, req)
 	if err != nil {
 		return err // a bad revision: the last good one stays, as on the leader

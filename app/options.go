@@ -112,7 +112,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address of the /healthz and /readyz probes (0 disables)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect one leader among replicas to apply and revert (all replicas serve the webhook)")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "the guard's own namespace: Git credentials, leader lease; never guarded (env POD_NAMESPACE)")
-	fs.StringVar(&o.GitCacheDir, "git-cache-dir", o.GitCacheDir, "where fetched repositories are cached")
+	fs.StringVar(&o.GitCacheDir, "git-cache-dir", o.GitCacheDir, "where fetched repositories (and, below artifacts/, chart archives and OCI layers) are cached")
 	fs.DurationVar(&o.DefaultInterval, "default-interval", o.DefaultInterval, "full reconcile interval for Guards that set none")
 	fs.IntVar(&o.Workers, "drift-workers", o.Workers, "workers comparing and reverting drift in parallel")
 	fs.IntVar(&o.Concurrent, "concurrent", o.Concurrent, "Guards reconciled at once")

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -44,6 +45,7 @@ import (
 	"github.com/driftguard/driftguard/notify"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/sources"
 	"github.com/driftguard/driftguard/webhook"
 )
 
@@ -227,7 +229,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			return err
 		}
 	}
-	fetcher := gitstore.NewFetcher(o.GitCacheDir, log.WithName("git"))
+	fetcher := sources.New(gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), filepath.Join(o.GitCacheDir, "artifacts"), log.WithName("sources"))
 	if o.LeaderElection {
 		if err := mgr.Add(&follower{client: mgr.GetClient(), cache: mgr.GetCache(), fetcher: fetcher, store: store, applier: applier,
 			elected: mgr.Elected(), namespace: o.Namespace, interval: o.DefaultInterval, log: log.WithName("follow")}); err != nil {

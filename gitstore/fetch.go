@@ -39,6 +39,13 @@ type Request struct {
 	// Render says how Path is rendered: variables, Helm settings, SOPS
 	// keys. Snapshots are cached by (revision, Path, Render.Hash()).
 	Render RenderOptions
+
+	// Kind of the source; "" and SourceGit are Git, which this package
+	// fetches. The other kinds (package sources) read URL, Ref, SemVer and
+	// Path as SourceKind documents, and Artifact.
+	Kind SourceKind
+	// Artifact holds what the kinds other than Git need besides URL.
+	Artifact *ArtifactSource
 }
 
 // FetchError is a failure to reach the remote, authenticate, resolve the
@@ -125,6 +132,9 @@ func NewFetcher(cacheDir string, log logr.Logger) *Fetcher {
 // SSH host key, a *HostKeyError) or wrap a *RenderError; with a render
 // error the revision is still returned.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap *Snapshot, err error) {
+	if req.Kind != "" && req.Kind != SourceGit {
+		return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("a %s source is not fetched with Git", req.Kind)}
+	}
 	dir := cleanDir(req.Path)
 	key := renderKey{dir: dir, opts: req.Render.Hash()}
 	rr := f.remote(req.URL)

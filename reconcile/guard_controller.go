@@ -102,7 +102,7 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 			continue
 		}
 		for _, u := range urls {
-			if gitstore.SameRepository(g.Spec.URL, u) {
+			if gitstore.SameRepository(SourceURL(g), u) {
 				select {
 				case r.pushes <- event.GenericEvent{Object: g}:
 				default: // a reconcile of it is queued already
@@ -198,7 +198,7 @@ func (r *GuardReconciler) HealthChanged(g *v1alpha1.Guard, sum HealthSummary, pr
 	}
 	r.event(g, typ, "Health"+string(sum.State), msg)
 	r.record(context.Background(), audit.Record{Type: audit.Health, Guard: g.Name, Action: string(sum.State), Reason: msg,
-		Source: &audit.Source{URL: g.Spec.URL, Revision: g.Status.LastAppliedRevision}})
+		Source: &audit.Source{URL: SourceURL(g), Revision: g.Status.LastAppliedRevision}})
 }
 
 // forget drops a deleted Guard's desired state: its objects stay in the
@@ -282,6 +282,10 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	ctx, cancel := context.WithTimeout(ctx, r.timeout(g))
 	defer cancel()
 	req, err := Request(ctx, r.Client, g, r.SecretNamespace)
+	if invalid := (*InvalidSourceError)(nil); errors.As(err, &invalid) {
+		r.stalled(g, "InvalidSource", err.Error())
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return r.failed(ctx, g, "AuthFailed", err.Error()), nil
 	}
@@ -300,7 +304,7 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		msg := fmt.Sprintf("revision %s cannot be applied, %s stays in force: %v", short(rev), orNone(short(g.Status.LastAppliedRevision)), err)
 		r.stalled(g, "RenderFailed", msg)
 		r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "RENDER", Error: err.Error(),
-			Source: &audit.Source{URL: g.Spec.URL, Revision: rev, Path: renderErr.Path, Line: renderErr.Line}})
+			Source: &audit.Source{URL: SourceURL(g), Revision: rev, Path: renderErr.Path, Line: renderErr.Line}})
 		log.Info("render failed; keeping last good revision", "revision", rev, "error", err.Error())
 		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}, nil
 	case err != nil:
@@ -485,10 +489,15 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 
 // credentialsHint says where the credentials of a refused fetch came from.
 func credentialsHint(g *v1alpha1.Guard, defaultNamespace string) string {
-	if g.Spec.SecretRef == nil {
-		return "the repository needs credentials: name a Secret in spec.secretRef"
+	git := g.Spec.GitSource()
+	field := "spec.secretRef"
+	if g.Spec.Git != nil {
+		field = "spec.git.secretRef"
 	}
-	return "check the credentials in Secret " + secretName(*g.Spec.SecretRef, defaultNamespace) + " (spec.secretRef)"
+	if git == nil || git.SecretRef == nil {
+		return "the repository needs credentials: name a Secret in " + field
+	}
+	return "check the credentials in Secret " + secretName(*git.SecretRef, defaultNamespace) + " (" + field + ")"
 }
 
 // Requeue delays of a Guard that waits.
@@ -524,8 +533,11 @@ func (r *GuardReconciler) appliedSnapshot(ctx context.Context, g *v1alpha1.Guard
 	if snap, ok := r.Store.Snapshot(g.Name); ok && snap.Revision == applied {
 		return applied, snap, nil
 	}
-	req.Ref, req.SemVer = applied, ""
-	return r.Fetcher.Fetch(ctx, req)
+	pinned, ok := PinRevision(req, applied)
+	if !ok {
+		return "", nil, fmt.Errorf("a %s source cannot fetch an earlier revision (%s) again", req.Kind, gitstore.ShortRevision(applied))
+	}
+	return r.Fetcher.Fetch(ctx, pinned)
 }
 
 // failed reports a failed attempt and schedules the retry with backoff.
@@ -536,7 +548,7 @@ func (r *GuardReconciler) failed(ctx context.Context, g *v1alpha1.Guard, reason,
 	n := g.Status.Retries
 	r.event(g, corev1.EventTypeWarning, reason, msg)
 	r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "SYNC", Reason: reason, Error: msg,
-		Source: &audit.Source{URL: g.Spec.URL, Revision: g.Status.LastAttemptedRevision}})
+		Source: &audit.Source{URL: SourceURL(g), Revision: g.Status.LastAttemptedRevision}})
 	if limit := retryLimit(g.Spec.Retry); limit > 0 && n > limit {
 		r.stalled(g, reason, fmt.Sprintf("%s; gave up after %d retries: change Git or the Guard's spec to try again", msg, limit))
 		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}
@@ -828,10 +840,7 @@ func inventory(kinds []schema.GroupVersionKind) []v1alpha1.InventoryKind {
 }
 
 func short(rev string) string {
-	if len(rev) > 7 {
-		return rev[:7]
-	}
-	return rev
+	return gitstore.ShortRevision(rev)
 }
 
 func orNone(rev string) string {

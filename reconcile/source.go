@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,35 +13,197 @@ import (
 	"github.com/driftguard/driftguard/gitstore"
 )
 
-// Request builds what the fetcher needs from a Guard's spec: where, which
-// revision, which path, the credentials of spec.secretRef, and how to
-// render (see RenderOptions).
+// InvalidSourceError is a Guard that names no source or more than one, or
+// mixes the fields of two: it cannot work until its spec changes.
+type InvalidSourceError struct{ Msg string }
+
+func (e *InvalidSourceError) Error() string { return e.Msg }
+
+// Request builds what the fetcher needs from a Guard's spec: which kind of
+// source, where, which revision, which path, the credentials of its
+// secretRef, and how to render (see RenderOptions). A spec that does not
+// name exactly one source is an *InvalidSourceError.
 func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (gitstore.Request, error) {
-	req := gitstore.Request{URL: g.Spec.URL, Ref: g.Spec.Ref, SemVer: g.Spec.SemVer, Path: g.Spec.Path}
-	auth, err := Auth(ctx, c, g, defaultNamespace)
+	req, ref, err := sourceRequest(&g.Spec)
 	if err != nil {
 		return req, err
 	}
-	req.Auth = auth
+	if req.Kind == gitstore.SourceGit {
+		if req.Auth, err = Auth(ctx, c, g, defaultNamespace); err != nil {
+			return req, err
+		}
+	} else if ref != nil {
+		field := req.Artifact.Field + ".secretRef"
+		data, err := secretData(ctx, c, *ref, defaultNamespace)
+		if err != nil {
+			return req, fmt.Errorf("%s: %w", field, err)
+		}
+		from := "Secret " + secretName(*ref, defaultNamespace) + " (" + field + ")"
+		if req.Artifact.Credentials, err = Credentials(req.Kind, data, from); err != nil {
+			return req, fmt.Errorf("%s %s: %w", field, secretName(*ref, defaultNamespace), err)
+		}
+	}
 	if req.Render, err = RenderOptions(ctx, c, g, defaultNamespace); err != nil {
 		return req, err
 	}
 	return req, nil
 }
 
-// Auth reads the Git credentials a Guard names, nil when it names none.
-// Errors name the Secret and the key at fault, never a value.
+// SourceURL is the URL of a Guard's source, as its objects and audit
+// records carry it: the Git URL of spec.url or spec.git, the repository of
+// spec.helmRepository or spec.oci, http(s)://ENDPOINT/BUCKET/PREFIX of
+// spec.bucket; "" when the spec names no single source.
+func SourceURL(g *v1alpha1.Guard) string {
+	req, _, err := sourceRequest(&g.Spec)
+	if err != nil {
+		return ""
+	}
+	return req.URL
+}
+
+// sourceRequest reads the one source a spec names, and the Secret of its
+// credentials (Git's is read by Auth).
+func sourceRequest(s *v1alpha1.GuardSpec) (gitstore.Request, *v1alpha1.SecretReference, error) {
+	var named []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"spec.url", s.URL != ""}, {"spec.git", s.Git != nil}, {"spec.helmRepository", s.HelmRepository != nil}, {"spec.oci", s.OCI != nil}, {"spec.bucket", s.Bucket != nil}} {
+		if f.set {
+			named = append(named, f.name)
+		}
+	}
+	switch {
+	case len(named) == 0:
+		return gitstore.Request{}, nil, &InvalidSourceError{"the Guard names no source: set one of spec.url (Git), spec.git, spec.helmRepository, spec.oci or spec.bucket"}
+	case len(named) > 1:
+		return gitstore.Request{}, nil, &InvalidSourceError{fmt.Sprintf("the Guard names %d sources (%s): keep exactly one", len(named), strings.Join(named, ", "))}
+	}
+	if s.URL == "" && (s.Ref != "" || s.SemVer != "" || s.Path != "" || s.SecretRef != nil) {
+		return gitstore.Request{}, nil, &InvalidSourceError{fmt.Sprintf("spec.ref, spec.semver, spec.path and spec.secretRef belong to the Git form spec.url; with %s set them inside it", named[0])}
+	}
+	switch {
+	case s.HelmRepository != nil:
+		h := s.HelmRepository
+		return gitstore.Request{Kind: gitstore.SourceHelmRepository, URL: h.URL, SemVer: h.Version,
+			Artifact: &gitstore.ArtifactSource{Chart: h.Chart, Insecure: h.Insecure, Field: "spec.helmRepository"}}, h.SecretRef, nil
+	case s.OCI != nil:
+		o := s.OCI
+		if n := count(o.Tag != "", o.SemVer != "", o.Digest != ""); n > 1 {
+			return gitstore.Request{}, nil, &InvalidSourceError{"spec.oci.tag, spec.oci.semver and spec.oci.digest exclude each other"}
+		}
+		ref := o.Tag
+		if o.Digest != "" {
+			ref = o.Digest
+		}
+		return gitstore.Request{Kind: gitstore.SourceOCI, URL: o.URL, Ref: ref, SemVer: o.SemVer, Path: o.Path,
+			Artifact: &gitstore.ArtifactSource{Insecure: o.Insecure, Field: "spec.oci"}}, o.SecretRef, nil
+	case s.Bucket != nil:
+		b := s.Bucket
+		scheme := "https"
+		if b.Insecure {
+			scheme = "http"
+		}
+		u := scheme + "://" + b.Endpoint + "/" + b.Bucket
+		if p := strings.Trim(b.Prefix, "/"); p != "" {
+			u += "/" + p
+		}
+		return gitstore.Request{Kind: gitstore.SourceBucket, URL: u,
+			Artifact: &gitstore.ArtifactSource{Endpoint: b.Endpoint, Bucket: b.Bucket, Prefix: b.Prefix, Region: b.Region, Insecure: b.Insecure, Field: "spec.bucket"}}, b.SecretRef, nil
+	}
+	git := s.GitSource()
+	return gitstore.Request{Kind: gitstore.SourceGit, URL: git.URL, Ref: git.Ref, SemVer: git.SemVer, Path: git.Path}, nil, nil
+}
+
+// PinRevision returns req changed to fetch exactly revision rev, as an
+// earlier fetch of req reported it: a commit SHA (Git), the digest of
+// "tag@sha256:…" (OCI), the version of "chart@1.2.3@sha256:…" (Helm). A
+// bucket keeps no history: ok is false.
+func PinRevision(req gitstore.Request, rev string) (gitstore.Request, bool) {
+	switch req.Kind {
+	case gitstore.SourceGit, "":
+		req.Ref, req.SemVer = rev, ""
+		return req, true
+	case gitstore.SourceOCI:
+		i := strings.Index(rev, "sha256:")
+		if i < 0 {
+			return req, false
+		}
+		req.Ref, req.SemVer = rev[i:], ""
+		return req, true
+	case gitstore.SourceHelmRepository:
+		parts := strings.Split(rev, "@")
+		if len(parts) < 2 || parts[1] == "" {
+			return req, false
+		}
+		req.SemVer = parts[1]
+		return req, true
+	}
+	return req, false
+}
+
+func count(set ...bool) int {
+	n := 0
+	for _, s := range set {
+		if s {
+			n++
+		}
+	}
+	return n
+}
+
+// The keys of a Secret with the credentials of a bucket.
+const (
+	SecretAccessKey    = "accessKey"
+	SecretSecretKey    = "secretKey"
+	SecretSessionToken = "sessionToken"
+)
+
+// Credentials turns the data of a Secret into the credentials of a source
+// of kind: username and password, bearerToken, or .dockerconfigjson for an
+// OCI registry or chart repository; accessKey, secretKey and optionally
+// sessionToken for a bucket. from names the Secret in messages. Errors name
+// the keys at fault, never a value.
+func Credentials(kind gitstore.SourceKind, data map[string][]byte, from string) (*gitstore.Credentials, error) {
+	cr := &gitstore.Credentials{Secret: from}
+	if kind == gitstore.SourceBucket {
+		cr.AccessKey, cr.SecretKey, cr.SessionToken = string(data[SecretAccessKey]), string(data[SecretSecretKey]), string(data[SecretSessionToken])
+		if cr.AccessKey == "" || cr.SecretKey == "" {
+			return nil, fmt.Errorf("secret needs the keys %q and %q", SecretAccessKey, SecretSecretKey)
+		}
+		return cr, nil
+	}
+	cr.Username, cr.Password = string(data[gitstore.SecretUsername]), string(data[gitstore.SecretPassword])
+	cr.BearerToken = string(data[gitstore.SecretBearerToken])
+	cr.DockerConfig = data[corev1.DockerConfigJsonKey]
+	if cr.Username == "" && cr.Password == "" && cr.BearerToken == "" && len(cr.DockerConfig) == 0 {
+		return nil, fmt.Errorf("secret has none of the keys %q, %q, %q or %q", gitstore.SecretUsername, gitstore.SecretPassword, gitstore.SecretBearerToken, corev1.DockerConfigJsonKey)
+	}
+	if (cr.Username == "") != (cr.Password == "") {
+		return nil, fmt.Errorf("secret keys %q and %q go together", gitstore.SecretUsername, gitstore.SecretPassword)
+	}
+	return cr, nil
+}
+
+// Auth reads the Git credentials a Guard names (spec.secretRef, or
+// spec.git.secretRef), nil when it names none. Errors name the Secret and
+// the key at fault, never a value.
 func Auth(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (*gitstore.Auth, error) {
-	if g.Spec.SecretRef == nil {
+	git := g.Spec.GitSource()
+	if git == nil || git.SecretRef == nil {
 		return nil, nil
 	}
-	data, err := secretData(ctx, c, *g.Spec.SecretRef, defaultNamespace)
+	field := "spec.secretRef"
+	if g.Spec.Git != nil {
+		field = "spec.git.secretRef"
+	}
+	data, err := secretData(ctx, c, *git.SecretRef, defaultNamespace)
 	if err != nil {
-		return nil, fmt.Errorf("spec.secretRef: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	auth, err := gitstore.AuthFromSecret(data)
 	if err != nil {
-		return nil, fmt.Errorf("spec.secretRef %s: %w", secretName(*g.Spec.SecretRef, defaultNamespace), err)
+		return nil, fmt.Errorf("%s %s: %w", field, secretName(*git.SecretRef, defaultNamespace), err)
 	}
 	return auth, nil
 }

@@ -2,7 +2,7 @@
 # Builds the binaries driftguard's tests and demo need into a cache outside the
 # work tree, keyed by version, and prints the folder. A second run takes seconds.
 #   tools/build.sh            build everything (kube-apiserver, etcd, kcm, scheduler,
-#                             kubectl, kwok, helm, controller-gen, golangci-lint)
+#                             kubectl, kwok, helm, minio, controller-gen, golangci-lint)
 #   tools/build.sh --print    print the folder only
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,6 +13,8 @@ KWOK_VERSION=v0.8.0
 HELM_VERSION=v4.3.1
 CONTROLLER_GEN_VERSION=v0.20.1
 GOLANGCI_VERSION=v2.15.0
+# MinIO's server (S3-compatible buckets in tests) has no semver tags: a pseudo-version.
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 
 cache=${DRIFTGUARD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/driftguard/tools}
 bin="$cache/$KUBE_VERSION"
@@ -49,6 +51,7 @@ build_kube kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 build_kube kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$KUBE_VERSION"
 install_mod kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 install_mod helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION"
+install_mod minio github.com/minio/minio "$MINIO_VERSION"
 install_mod controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION"
 install_mod golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_VERSION"
 

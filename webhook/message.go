@@ -54,11 +54,7 @@ func warningMessage(key gitstore.ObjectKey, want *gitstore.Object, changes []dri
 }
 
 func sourceName(s gitstore.Source) string {
-	rev := s.Revision
-	if len(rev) > 7 {
-		rev = rev[:7]
-	}
-	return fmt.Sprintf("%s %s:%d@%s", s.URL, s.Path, s.Line, rev)
+	return fmt.Sprintf("%s %s:%d@%s", s.URL, s.Path, s.Line, gitstore.ShortRevision(s.Revision))
 }
 
 func describeChanges(changes []drift.Change) string {

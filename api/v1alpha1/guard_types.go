@@ -26,10 +26,15 @@ const (
 )
 
 // GuardSpec is the desired behaviour of a Guard.
+// +kubebuilder:validation:XValidation:rule="(has(self.url) ? 1 : 0) + (has(self.git) ? 1 : 0) + (has(self.helmRepository) ? 1 : 0) + (has(self.oci) ? 1 : 0) + (has(self.bucket) ? 1 : 0) == 1",message="a Guard names exactly one source: spec.url (Git), spec.git, spec.helmRepository, spec.oci or spec.bucket"
+// +kubebuilder:validation:XValidation:rule="has(self.url) || !(has(self.ref) || has(self.semver) || has(self.path) || has(self.secretRef))",message="spec.ref, spec.semver, spec.path and spec.secretRef belong to the Git form spec.url; the other sources have these fields inside"
 type GuardSpec struct {
-	// URL of the Git repository (http, https, ssh or file).
+	// URL of the Git repository (http, https, ssh or file): the Git form of
+	// the source, with ref, semver, path and secretRef below. It excludes
+	// git, helmRepository, oci and bucket.
 	// +kubebuilder:validation:MinLength=1
-	URL string `json:"url"`
+	// +optional
+	URL string `json:"url,omitempty"`
 
 	// Ref is a branch, a tag, a full reference (refs/...) or a full commit
 	// SHA. Defaults to the remote HEAD. It excludes semver.
@@ -44,6 +49,25 @@ type GuardSpec struct {
 	// Path inside the repository whose manifests are applied. Defaults to the root.
 	// +optional
 	Path string `json:"path,omitempty"`
+
+	// Git is the Git source as a struct, the same as url, ref, semver, path
+	// and secretRef above. See docs/sources.md.
+	// +optional
+	Git *GitSource `json:"git,omitempty"`
+
+	// HelmRepository is a chart from a Helm chart repository (an HTTP(S)
+	// index.yaml or an oci:// registry), rendered with spec.helm.
+	// +optional
+	HelmRepository *HelmRepositorySource `json:"helmRepository,omitempty"`
+
+	// OCI is an OCI artifact holding manifests (driftguard push artifact,
+	// flux push artifact).
+	// +optional
+	OCI *OCISource `json:"oci,omitempty"`
+
+	// Bucket is a prefix of an S3-compatible bucket holding manifests.
+	// +optional
+	Bucket *BucketSource `json:"bucket,omitempty"`
 
 	// Interval between full reconciliations.
 	// +kubebuilder:default="1m"

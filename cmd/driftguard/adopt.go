@@ -99,6 +99,13 @@ func (k *cluster) guard(ctx context.Context, name string) (*v1alpha1.Guard, erro
 	if err := k.client.Get(ctx, client.ObjectKey{Name: name}, &g); err != nil {
 		return nil, fmt.Errorf("guard %s: %w", name, err)
 	}
+	// adopt and rollback write to Git; the code reads the Git form, so
+	// spec.git is copied into it.
+	git := g.Spec.GitSource()
+	if git == nil {
+		return nil, fmt.Errorf("guard %s does not read Git (it names spec.helmRepository, spec.oci or spec.bucket): adopt and rollback write to Git", name)
+	}
+	g.Spec.URL, g.Spec.Ref, g.Spec.SemVer, g.Spec.Path = git.URL, git.Ref, git.SemVer, git.Path
 	return &g, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/sources"
 )
 
 func clusterClient(kubeconfig string) (client.Client, error) {
@@ -79,7 +80,7 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 		return false, err
 	}
 	defer os.RemoveAll(cache)
-	rev, snap, err := gitstore.NewFetcher(cache, logr.Discard()).Fetch(ctx, req)
+	rev, snap, err := sources.New(gitstore.NewFetcher(cache, logr.Discard()), cache, logr.Discard()).Fetch(ctx, req)
 	if err != nil {
 		return false, fmt.Errorf("revision %s: %w", rev, err)
 	}

@@ -43,5 +43,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newRollbackCommand())
 	root.AddCommand(newSyncCommand())
 	root.AddCommand(newValidateCommand())
+	root.AddCommand(newPushCommand())
 	return root
 }

@@ -130,6 +130,14 @@ func runValidate(ctx context.Context, out io.Writer, dir string, o *validateOpti
 	}
 	if guard != nil {
 		rel = guard.Spec.Path
+		switch s := &guard.Spec; {
+		case s.Git != nil:
+			rel = s.Git.Path
+		case s.OCI != nil:
+			rel = s.OCI.Path
+		case s.Bucket != nil:
+			rel = s.Bucket.Prefix
+		}
 	}
 
 	var problems []problem

@@ -1,0 +1,96 @@
+package reconcile
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/gitstore"
+)
+
+func TestSourceRequest(t *testing.T) {
+	ref := &v1alpha1.SecretReference{Name: "creds"}
+	tests := []struct {
+		name    string
+		spec    v1alpha1.GuardSpec
+		want    gitstore.Request
+		invalid string
+	}{
+		{"git form", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", Ref: "main", Path: "apps"},
+			gitstore.Request{Kind: gitstore.SourceGit, URL: "https://git.example/infra.git", Ref: "main", Path: "apps"}, ""},
+		{"git struct", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git", SemVer: "^1"}},
+			gitstore.Request{Kind: gitstore.SourceGit, URL: "https://git.example/infra.git", SemVer: "^1"}, ""},
+		{"helm repository", v1alpha1.GuardSpec{HelmRepository: &v1alpha1.HelmRepositorySource{URL: "https://charts.example", Chart: "web", Version: "^2"}},
+			gitstore.Request{Kind: gitstore.SourceHelmRepository, URL: "https://charts.example", SemVer: "^2", Artifact: &gitstore.ArtifactSource{Chart: "web", Field: "spec.helmRepository"}}, ""},
+		{"oci digest", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://ghcr.io/acme/deploy", Digest: "sha256:abc", Path: "prod", Insecure: true}},
+			gitstore.Request{Kind: gitstore.SourceOCI, URL: "oci://ghcr.io/acme/deploy", Ref: "sha256:abc", Path: "prod", Artifact: &gitstore.ArtifactSource{Insecure: true, Field: "spec.oci"}}, ""},
+		{"bucket", v1alpha1.GuardSpec{Bucket: &v1alpha1.BucketSource{Endpoint: "minio:9000", Bucket: "infra", Prefix: "/apps/", Region: "eu-1"}},
+			gitstore.Request{Kind: gitstore.SourceBucket, URL: "https://minio:9000/infra/apps", Artifact: &gitstore.ArtifactSource{Endpoint: "minio:9000", Bucket: "infra", Prefix: "/apps/", Region: "eu-1", Field: "spec.bucket"}}, ""},
+		{"none", v1alpha1.GuardSpec{}, gitstore.Request{}, "the Guard names no source"},
+		{"two", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", OCI: &v1alpha1.OCISource{URL: "oci://r/a"}}, gitstore.Request{}, "the Guard names 2 sources (spec.url, spec.oci): keep exactly one"},
+		{"git fields with oci", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://r/a"}, SecretRef: ref}, gitstore.Request{}, "spec.secretRef belong to the Git form spec.url; with spec.oci set them inside it"},
+		{"tag and digest", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://r/a", Tag: "v1", Digest: "sha256:abc"}}, gitstore.Request{}, "exclude each other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := sourceRequest(&tt.spec)
+			if tt.invalid != "" {
+				var ie *InvalidSourceError
+				if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.invalid) {
+					t.Fatalf("err = %v, want InvalidSource %q", err, tt.invalid)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Kind != tt.want.Kind || got.URL != tt.want.URL || got.Ref != tt.want.Ref || got.SemVer != tt.want.SemVer || got.Path != tt.want.Path {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+			if u := SourceURL(&v1alpha1.Guard{Spec: tt.spec}); u != tt.want.URL {
+				t.Fatalf("SourceURL = %q, want %q", u, tt.want.URL)
+			}
+			if (got.Artifact == nil) != (tt.want.Artifact == nil) || (got.Artifact != nil && *got.Artifact != *tt.want.Artifact) {
+				t.Fatalf("artifact %+v, want %+v", got.Artifact, tt.want.Artifact)
+			}
+		})
+	}
+}
+
+func TestCredentials(t *testing.T) {
+	tests := []struct {
+		name    string
+		kind    gitstore.SourceKind
+		data    map[string]string
+		want    gitstore.Credentials
+		wantErr string
+	}{
+		{"basic", gitstore.SourceOCI, map[string]string{"username": "u", "password": "p"}, gitstore.Credentials{Username: "u", Password: "p"}, ""},
+		{"token", gitstore.SourceHelmRepository, map[string]string{"bearerToken": "t"}, gitstore.Credentials{BearerToken: "t"}, ""},
+		{"username alone", gitstore.SourceOCI, map[string]string{"username": "u"}, gitstore.Credentials{}, `secret keys "username" and "password" go together`},
+		{"nothing usable", gitstore.SourceOCI, map[string]string{"accessKey": "a"}, gitstore.Credentials{}, `secret has none of the keys "username", "password", "bearerToken" or ".dockerconfigjson"`},
+		{"bucket keys", gitstore.SourceBucket, map[string]string{"accessKey": "a", "secretKey": "s"}, gitstore.Credentials{AccessKey: "a", SecretKey: "s"}, ""},
+		{"bucket without secret key", gitstore.SourceBucket, map[string]string{"accessKey": "a"}, gitstore.Credentials{}, `secret needs the keys "accessKey" and "secretKey"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := map[string][]byte{}
+			for k, v := range tt.data {
+				data[k] = []byte(v)
+			}
+			got, err := Credentials(tt.kind, data, "Secret x/y (f)")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			tt.want.Secret = "Secret x/y (f)"
+			if err != nil || got.Username != tt.want.Username || got.Password != tt.want.Password || got.BearerToken != tt.want.BearerToken ||
+				got.AccessKey != tt.want.AccessKey || got.SecretKey != tt.want.SecretKey || got.Secret != tt.want.Secret {
+				t.Fatalf("got %+v %v, want %+v", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,181 @@
+package sources
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Bounds of what an archive may hold once unpacked.
+const (
+	maxArchiveSize  = 256 << 20 // compressed bytes downloaded for one archive
+	maxUnpackedSize = 256 << 20 // bytes of all files of an archive or bucket prefix
+	maxFiles        = 20000     // files of an archive or bucket prefix
+)
+
+// untar reads a tar.gz archive into files by slash-separated path. Folders
+// are implied; an entry whose path leaves the archive, a link or a device
+// is an error, as is an archive larger than the bounds above.
+func untar(r io.Reader) (map[string][]byte, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("not a gzip archive: %w", err)
+	}
+	defer func() { _ = zr.Close() }()
+	tr := tar.NewReader(zr)
+	files := map[string][]byte{}
+	var total int64
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read tar: %w", err)
+		}
+		name, err := entryPath(hdr.Name)
+		if err != nil {
+			return nil, err
+		}
+		switch hdr.Typeflag {
+		case tar.TypeDir, tar.TypeXGlobalHeader:
+			continue
+		case tar.TypeReg:
+		default:
+			return nil, fmt.Errorf("entry %s is not a regular file or folder (type %q): artifacts hold files only", hdr.Name, hdr.Typeflag)
+		}
+		if name == "" {
+			return nil, fmt.Errorf("entry %q has no name", hdr.Name)
+		}
+		if len(files) >= maxFiles {
+			return nil, fmt.Errorf("more than %d files", maxFiles)
+		}
+		total += hdr.Size
+		if hdr.Size < 0 || total > maxUnpackedSize {
+			return nil, fmt.Errorf("larger than %d bytes unpacked", maxUnpackedSize)
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		files[name] = data
+	}
+	return files, nil
+}
+
+// entryPath cleans the path of an archive entry; "" is the root.
+func entryPath(name string) (string, error) {
+	p := path.Clean(strings.TrimPrefix(strings.ReplaceAll(name, "\\", "/"), "./"))
+	if p == "." {
+		return "", nil
+	}
+	if path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
+		return "", fmt.Errorf("entry %s leaves the archive", name)
+	}
+	return p, nil
+}
+
+// blobStore keeps downloaded archives by their sha256 digest below a
+// folder, so a revision seen before is not downloaded again. It keeps the
+// maxBlobs archives used last.
+type blobStore struct{ dir string }
+
+const maxBlobs = 100
+
+func (b blobStore) path(hexDigest string) string {
+	return filepath.Join(b.dir, "sha256", hexDigest)
+}
+
+// get returns the archive with digest hexDigest, nil when it is not kept
+// or no longer matches its digest.
+func (b blobStore) get(hexDigest string) []byte {
+	if b.dir == "" || len(hexDigest) != 64 {
+		return nil
+	}
+	data, err := os.ReadFile(b.path(hexDigest))
+	if err != nil {
+		return nil
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != hexDigest {
+		_ = os.Remove(b.path(hexDigest))
+		return nil
+	}
+	now := time.Now()
+	_ = os.Chtimes(b.path(hexDigest), now, now) // used last now
+	return data
+}
+
+// prune removes the archives used least recently beyond maxBlobs.
+func (b blobStore) prune() {
+	dir := filepath.Join(b.dir, "sha256")
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) <= maxBlobs {
+		return
+	}
+	type blob struct {
+		name string
+		at   time.Time
+	}
+	var blobs []blob
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			blobs = append(blobs, blob{e.Name(), info.ModTime()})
+		}
+	}
+	sort.Slice(blobs, func(i, j int) bool { return blobs[i].at.After(blobs[j].at) })
+	for _, x := range blobs[min(len(blobs), maxBlobs):] {
+		_ = os.Remove(filepath.Join(dir, x.name))
+	}
+}
+
+// put keeps data under its digest, atomically.
+func (b blobStore) put(data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	hexDigest := hex.EncodeToString(sum[:])
+	if b.dir == "" {
+		return hexDigest, nil
+	}
+	dst := b.path(hexDigest)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", fmt.Errorf("archive cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("archive cache: %w", err)
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("archive cache: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("archive cache: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return "", fmt.Errorf("archive cache: %w", err)
+	}
+	b.prune()
+	return hexDigest, nil
+}
+
+// readAllLimit reads r whole, failing beyond max bytes.
+func readAllLimit(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
+	}
+	return data, nil
+}

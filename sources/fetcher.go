@@ -1,0 +1,272 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/driftguard/driftguard/gitstore"
+)
+
+// Fetcher fetches every kind of source: Git with a gitstore.Fetcher, the
+// others itself. It is safe for concurrent use; fetches of one source are
+// serialized.
+type Fetcher struct {
+	git   *gitstore.Fetcher
+	blobs blobStore
+	log   logr.Logger
+	http  *http.Transport
+
+	mu      sync.Mutex
+	sources map[string]*state // by kind and URL (and chart)
+	byURL   map[string]*state // the source last fetched from a URL, for Files
+}
+
+// New returns a Fetcher that fetches Git with git and keeps downloaded
+// archives below cacheDir.
+func New(git *gitstore.Fetcher, cacheDir string, log logr.Logger) *Fetcher {
+	return &Fetcher{git: git, blobs: blobStore{dir: cacheDir}, log: log, http: newTransport(),
+		sources: map[string]*state{}, byURL: map[string]*state{}}
+}
+
+// newTransport is the HTTP transport of every kind.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = time.Minute
+	return t
+}
+
+// state is what the Fetcher keeps of one source between fetches.
+type state struct {
+	mu      sync.Mutex
+	renders renders
+	// content is the files of revision rev, for Files.
+	content fs.FS
+	rev     string
+
+	oci    *ociState
+	helm   *helmState
+	bucket *bucketState
+}
+
+// target is a revision a kind resolved, and how to get its files: the
+// folder of fsys to render. load returns a *gitstore.RenderError when the
+// content itself is bad (a corrupt archive), so that the revision is not
+// tried again; other errors are transient.
+type target struct {
+	rev  string
+	load func(ctx context.Context) (fsys fs.FS, dir string, err error)
+}
+
+// Fetch resolves the revision req names and returns it with the Snapshot
+// of it rendered with req.Render. An unchanged revision with unchanged
+// options returns the Snapshot of the last Fetch, with no download and no
+// render. Errors are a *gitstore.FetchError (transient: the caller retries)
+// or wrap a *gitstore.RenderError (the revision's content is bad; the
+// revision is returned with it).
+func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *gitstore.Snapshot, error) {
+	switch req.Kind {
+	case "", gitstore.SourceGit:
+		return f.git.Fetch(ctx, req)
+	case gitstore.SourceOCI, gitstore.SourceHelmRepository, gitstore.SourceBucket:
+	default:
+		return "", nil, &gitstore.FetchError{URL: req.URL, Err: fmt.Errorf("unknown source kind %q", req.Kind)}
+	}
+	if req.Artifact == nil {
+		req.Artifact = &gitstore.ArtifactSource{}
+	}
+	st := f.state(req)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+
+	var (
+		t   target
+		err error
+	)
+	switch req.Kind {
+	case gitstore.SourceOCI:
+		t, err = f.resolveOCI(ctx, st, req)
+	case gitstore.SourceHelmRepository:
+		t, err = f.resolveHelm(ctx, st, req)
+	case gitstore.SourceBucket:
+		t, err = f.resolveBucket(ctx, st, req)
+	}
+	if err != nil {
+		return "", nil, fetchError(req, err)
+	}
+	log := f.log.WithValues("kind", req.Kind, "url", req.URL, "revision", t.rev)
+	key := renderKey{dir: cleanDir(req.Path), opts: req.Render.Hash()}
+	if last := st.renders.get(key); last != nil && last.revision == t.rev {
+		log.V(2).Info("revision unchanged")
+		return t.rev, last.snap, last.err
+	}
+	fsys, dir, err := t.load(ctx)
+	var re *gitstore.RenderError
+	if errors.As(err, &re) {
+		st.renders.put(key, &rendered{revision: t.rev, err: err})
+		log.Info("artifact refused", "error", err.Error())
+		return t.rev, nil, err
+	}
+	if err != nil {
+		return "", nil, fetchError(req, err)
+	}
+	st.content, st.rev = fsys, t.rev
+	dir = path.Join(dir, key.dir)
+	src := gitstore.Source{URL: req.URL, Revision: t.rev}
+	objs, err := gitstore.RenderWith(fsys, dir, src, req.Render)
+	var snap *gitstore.Snapshot
+	if err == nil {
+		snap, err = gitstore.NewSnapshot(req.URL, t.rev, objs)
+	}
+	if err != nil {
+		err = fmt.Errorf("render %s at %s: %w", orRoot(dir), gitstore.ShortRevision(t.rev), err)
+		if !errors.As(err, &re) {
+			return t.rev, nil, err
+		}
+		st.renders.put(key, &rendered{revision: t.rev, err: err})
+		log.Info("render failed", "error", err.Error())
+		return t.rev, nil, err
+	}
+	st.renders.put(key, &rendered{revision: t.rev, snap: snap})
+	log.V(1).Info("fetched", "objects", len(snap.Objects))
+	return t.rev, snap, nil
+}
+
+// Files returns the files below dir whose name match accepts, at a
+// revision of url an earlier Fetch brought in: from the artifact or bucket
+// when url is one, else from Git.
+func (f *Fetcher) Files(url, revision, dir string, match func(name string) bool) (map[string]string, error) {
+	f.mu.Lock()
+	st := f.byURL[url]
+	f.mu.Unlock()
+	if st == nil {
+		return f.git.Files(url, revision, dir, match)
+	}
+	st.mu.Lock()
+	fsys, rev := st.content, st.rev
+	st.mu.Unlock()
+	if fsys == nil || rev != revision {
+		return nil, fmt.Errorf("read %s at %s: not fetched", url, gitstore.ShortRevision(revision))
+	}
+	root := cleanDir(dir)
+	out := map[string]string{}
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := path.Base(p)
+		if p != root && strings.HasPrefix(name, ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && match(name) {
+			b, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			out[p] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", root, gitstore.ShortRevision(revision), err)
+	}
+	return out, nil
+}
+
+func (f *Fetcher) state(req gitstore.Request) *state {
+	key := string(req.Kind) + " " + req.URL + " " + req.Artifact.Chart
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.sources[key]
+	if st == nil {
+		st = &state{}
+		f.sources[key] = st
+	}
+	f.byURL[req.URL] = st
+	return st
+}
+
+// fetchError makes err a *gitstore.FetchError naming the source.
+func fetchError(req gitstore.Request, err error) error {
+	var fe *gitstore.FetchError
+	if errors.As(err, &fe) {
+		return err
+	}
+	return &gitstore.FetchError{URL: req.URL, Err: err}
+}
+
+// cleanDir turns a path in a source into an fs.FS path.
+func cleanDir(dir string) string {
+	d := path.Clean("/" + filepath.ToSlash(dir))
+	if d == "/" {
+		return "."
+	}
+	return strings.TrimPrefix(d, "/")
+}
+
+func orRoot(dir string) string {
+	if dir == "." || dir == "" {
+		return "the root"
+	}
+	return dir
+}
+
+// renderKey is what a snapshot is rendered from besides the revision.
+type renderKey struct{ dir, opts string }
+
+// rendered is the outcome of rendering one revision.
+type rendered struct {
+	revision string
+	snap     *gitstore.Snapshot
+	err      error
+	used     uint64
+}
+
+// renders keeps the last outcome per (path, options), the least recently
+// used dropped beyond maxRendered.
+type renders struct {
+	last map[renderKey]*rendered
+	tick uint64
+}
+
+const maxRendered = 16
+
+func (r *renders) get(k renderKey) *rendered {
+	e := r.last[k]
+	if e != nil {
+		r.tick++
+		e.used = r.tick
+	}
+	return e
+}
+
+func (r *renders) put(k renderKey, e *rendered) {
+	if r.last == nil {
+		r.last = map[renderKey]*rendered{}
+	}
+	r.tick++
+	e.used = r.tick
+	r.last[k] = e
+	for len(r.last) > maxRendered {
+		var oldest renderKey
+		var at uint64
+		for key, v := range r.last {
+			if at == 0 || v.used < at {
+				oldest, at = key, v.used
+			}
+		}
+		delete(r.last, oldest)
+	}
+}
