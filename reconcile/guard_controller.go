@@ -286,6 +286,9 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		r.stalled(g, "InvalidSource", err.Error())
 		return ctrl.Result{}, nil
 	}
+	if settings := (*RenderSettingsError)(nil); errors.As(err, &settings) {
+		return r.failed(ctx, g, "RenderSettingsFailed", err.Error()), nil
+	}
 	if err != nil {
 		return r.failed(ctx, g, "AuthFailed", err.Error()), nil
 	}

@@ -19,6 +19,13 @@ type InvalidSourceError struct{ Msg string }
 
 func (e *InvalidSourceError) Error() string { return e.Msg }
 
+// RenderSettingsError is a render setting of a Guard that cannot be read: a
+// ConfigMap or Secret of spec.varsFrom, the Secret of spec.decryption.
+type RenderSettingsError struct{ Err error }
+
+func (e *RenderSettingsError) Error() string { return e.Err.Error() }
+func (e *RenderSettingsError) Unwrap() error { return e.Err }
+
 // Request builds what the fetcher needs from a Guard's spec: which kind of
 // source, where, which revision, which path, the credentials of its
 // secretRef, and how to render (see RenderOptions). A spec that does not
@@ -44,7 +51,7 @@ func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNam
 		}
 	}
 	if req.Render, err = RenderOptions(ctx, c, g, defaultNamespace); err != nil {
-		return req, err
+		return req, &RenderSettingsError{Err: err}
 	}
 	return req, nil
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/mail"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -392,14 +394,24 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 	if err != nil {
 		return adopted{}, err
 	}
-	src := gitstore.Source{URL: g.Spec.URL, Revision: c.Base()}
-	objs, err := gitstore.Render(fsys, g.Spec.Path, src)
+	git := g.Spec.GitSource()
+	if git == nil {
+		return adopted{}, fmt.Errorf("guard %s has no Git source: adopt writes to Git only", g.Name)
+	}
+	if why := generated(g); why != "" {
+		return adopted{}, fmt.Errorf("guard %s renders its objects with %s: adopt edits plain YAML only; change the source of the object by hand", g.Name, why)
+	}
+	src := gitstore.Source{URL: git.URL, Revision: c.Base()}
+	objs, err := gitstore.Render(fsys, git.Path, src)
 	if err != nil {
-		return adopted{}, fmt.Errorf("render %s at %.7s: %w", pathOrRoot(g.Spec.Path), c.Base(), err)
+		return adopted{}, fmt.Errorf("render %s at %.7s: %w", pathOrRoot(git.Path), c.Base(), err)
 	}
 	want := findObject(objs, gvk, ns, name)
 	if want == nil {
-		return adopted{}, fmt.Errorf("%s is not in %s of %s at %.7s", display(gvk.Kind, ns, name), pathOrRoot(g.Spec.Path), g.Spec.URL, c.Base())
+		return adopted{}, fmt.Errorf("%s is not in %s of %s at %.7s", display(gvk.Kind, ns, name), pathOrRoot(git.Path), git.URL, c.Base())
+	}
+	if kust := kustomizationAbove(fsys, want.Source.Path, git.Path); kust != "" {
+		return adopted{}, fmt.Errorf("%s comes from %s, built by %s: its patches may set the fields, so adopt does not edit it; change the overlay by hand", display(gvk.Kind, ns, name), want.Source.Path, kust)
 	}
 	changes := drift.Compare(want.Obj.Object, live.Object, drift.For(rules, gvk.Group, gvk.Kind, ns, name, live.Object))
 	if len(changes) == 0 {
@@ -580,4 +592,35 @@ func indent(s string) string {
 		}
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// generated names what renders a Guard's objects beyond plain YAML, "" for
+// plain YAML: adopt could not tell which text set a value.
+func generated(g *v1alpha1.Guard) string {
+	switch {
+	case g.Spec.Helm != nil:
+		return "Helm (spec.helm)"
+	case len(g.Spec.Vars) > 0 || len(g.Spec.VarsFrom) > 0:
+		return "variable substitution (spec.vars, spec.varsFrom)"
+	case g.Spec.Decryption != nil:
+		return "SOPS decryption (spec.decryption)"
+	}
+	return ""
+}
+
+// kustomizationAbove returns the kustomization file in the folder of file,
+// or in a folder between it and root, "" when there is none.
+func kustomizationAbove(fsys fs.FS, file, root string) string {
+	root = path.Clean("/" + root)
+	for dir := path.Dir(path.Clean("/" + file)); ; dir = path.Dir(dir) {
+		for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+			p := strings.TrimPrefix(path.Join(dir, name), "/")
+			if _, err := fs.Stat(fsys, p); err == nil {
+				return p
+			}
+		}
+		if dir == root || dir == "/" {
+			return ""
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/driftguard/driftguard/gitwrite"
 )
@@ -86,5 +87,23 @@ func TestAdoptAndRollbackArguments(t *testing.T) {
 	out, err := runCLI(t, "--help")
 	if err != nil || !strings.Contains(out, "adopt") || !strings.Contains(out, "rollback") {
 		t.Fatalf("help lacks adopt and rollback: %v\n%s", err, out)
+	}
+}
+
+func TestKustomizationAbove(t *testing.T) {
+	fsys := fstest.MapFS{
+		"apps/base/kustomization.yaml": {Data: []byte("resources: [cm.yaml]")},
+		"apps/base/cm.yaml":            {Data: []byte("kind: ConfigMap")},
+		"apps/plain/cm.yaml":           {Data: []byte("kind: ConfigMap")},
+		"kustomization.yaml":           {Data: []byte("resources: [apps/base]")},
+	}
+	for _, c := range []struct{ file, root, want string }{
+		{"apps/base/cm.yaml", "apps", "apps/base/kustomization.yaml"},
+		{"apps/plain/cm.yaml", "apps", ""},
+		{"apps/plain/cm.yaml", "", "kustomization.yaml"},
+	} {
+		if got := kustomizationAbove(fsys, c.file, c.root); got != c.want {
+			t.Errorf("kustomizationAbove(%s, %s) = %q, want %q", c.file, c.root, got, c.want)
+		}
 	}
 }
