@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -128,8 +130,39 @@ func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
 			predicate.NewPredicateFuncs(r.InShard))).
 		WatchesRawSource(source.Channel(r.pushes, &handler.EnqueueRequestForObject{})).
+		// A Guard that becomes Ready and Healthy wakes the Guards that wait
+		// for it (spec.dependsOn), rather than their next check.
+		Watches(&v1alpha1.Guard{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				DeleteFunc:  func(event.DeleteEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				UpdateFunc:  func(e event.UpdateEvent) bool { return becameReady(e.ObjectOld, e.ObjectNew) },
+			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).
 		Complete(r)
+}
+
+// becameReady: a Guard's own readiness for its dependents changed to ready.
+func becameReady(oldObj, newObj client.Object) bool {
+	o, ok1 := oldObj.(*v1alpha1.Guard)
+	n, ok2 := newObj.(*v1alpha1.Guard)
+	return ok1 && ok2 && notReadyMessage(o) != "" && notReadyMessage(n) == ""
+}
+
+// dependents lists the Guards whose spec.dependsOn names the Guard.
+func (r *GuardReconciler) dependents(ctx context.Context, o client.Object) []ctrl.Request {
+	var guards v1alpha1.GuardList
+	if err := r.Client.List(ctx, &guards); err != nil {
+		return nil
+	}
+	var out []ctrl.Request
+	for i := range guards.Items {
+		if slices.Contains(guards.Items[i].Spec.DependsOn, o.GetName()) && r.InShard(&guards.Items[i]) {
+			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: guards.Items[i].Name}})
+		}
+	}
+	return out
 }
 
 // InShard reports whether this reconciler owns a Guard: its shard label
