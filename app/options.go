@@ -39,6 +39,7 @@ type Options struct {
 	ReceiverToken string
 
 	PolicyDir        string
+	PolicyTimeout    time.Duration
 	GuardUsers       []string
 	BreakGlassGroups []string
 
@@ -80,6 +81,7 @@ func DefaultOptions() Options {
 		AuditFileBackups:  5,
 		AuditEvents:       true,
 		AuditQueueSize:    4096,
+		PolicyTimeout:     time.Second,
 		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
 	}
 }
@@ -112,6 +114,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReceiverAddr, "receiver-addr", o.ReceiverAddr, "address of the Git push receiver (POST /hook from GitHub, GitLab, Gitea or a script reconciles that repository's Guards at once); empty disables it")
 	fs.StringVar(&o.ReceiverToken, "receiver-token", o.ReceiverToken, "shared secret push notifications must carry (X-Driftguard-Token, X-Gitlab-Token, or GitHub's X-Hub-Signature-256); env DRIFTGUARD_RECEIVER_TOKEN")
 	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "folder of Rego files (package driftguard) to use instead of the built-in policy; reloaded on change")
+	fs.DurationVar(&o.PolicyTimeout, "policy-timeout", o.PolicyTimeout, "bound of one policy evaluation (an admission review is also bounded by 80% of --webhook-timeout); a policy that takes longer is a policy error: the webhook applies --failure-policy, the drift watcher reverts")
 	fs.StringSliceVar(&o.GuardUsers, "guard-users", o.GuardUsers, "extra identities always allowed (the guard's own identity is found at start-up)")
 	fs.StringSliceVar(&o.BreakGlassGroups, "break-glass-groups", o.BreakGlassGroups, "groups whose members may change managed objects with a driftguard.io/break-glass annotation")
 
@@ -130,6 +133,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WebhookTimeout < time.Second || o.WebhookTimeout > 30*time.Second {
 		return fmt.Errorf("--webhook-timeout: %s is outside 1s..30s", o.WebhookTimeout)
+	}
+	if o.PolicyTimeout <= 0 {
+		return fmt.Errorf("--policy-timeout: must be above 0, got %s", o.PolicyTimeout)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--drift-workers: must be at least 1, got %d", o.Workers)

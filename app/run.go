@@ -141,7 +141,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 
 	// Policy.
-	engine := policy.NewEngine(policy.Config{GuardUsers: append([]string{self}, o.GuardUsers...), BreakGlassGroups: o.BreakGlassGroups}, log.WithName("policy"))
+	engine := policy.NewEngine(policy.Config{GuardUsers: append([]string{self}, o.GuardUsers...), BreakGlassGroups: o.BreakGlassGroups, Timeout: o.PolicyTimeout}, log.WithName("policy"))
 	if o.PolicyDir != "" {
 		if err := engine.LoadDir(o.PolicyDir); err != nil {
 			log.Error(err, "policy does not compile; the built-in policy serves until it does", "dir", o.PolicyDir)
