@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/drift"
@@ -100,6 +101,12 @@ func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object) (ChangeSet
 				action = Failed
 			}
 			cs = append(cs, Entry{Object: o, Action: action, Err: err})
+			if err != nil && unreachable(err) {
+				// Every further object would fail the same way, each with
+				// an error record: stop; the retry applies them.
+				left := len(objs) - len(cs)
+				return cs, errors.Join(append(errs, fmt.Errorf("%d objects not attempted: the API server cannot be reached", left))...)
+			}
 		}
 		if len(errs) > 0 {
 			// Without its namespaces and definitions the rest would only fail.
@@ -208,6 +215,13 @@ func stage(objs []*gitstore.Object) (first, rest []*gitstore.Object) {
 	}
 	sort.SliceStable(first, func(i, j int) bool { return first[i].Key.Kind < first[j].Key.Kind })
 	return first, rest
+}
+
+// unreachable reports errors that say the API server cannot be reached, as
+// opposed to refusing one object.
+func unreachable(err error) bool {
+	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		utilnet.IsHTTP2ConnectionLost(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // IsNotFoundOrGone reports errors that mean the object or its kind is absent.
