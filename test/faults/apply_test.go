@@ -126,4 +126,3 @@ func errorRecords(recs []audit.Record, ns string) []audit.Record {
 	}
 	return out
 }
-
