@@ -46,7 +46,7 @@ type guardProc struct {
 // and waits until it is healthy. It is stopped when t ends.
 func startGuard(t *testing.T, args ...string) *guardProc {
 	t.Helper()
-	dir := filepath.Join(workDir, strings.ReplaceAll(t.Name(), "/", "_"))
+	dir := guardDir(t)
 	g := &guardProc{t: t, dir: dir, args: args, auditFile: filepath.Join(dir, "audit.log")}
 	t.Cleanup(g.cleanup)
 	g.start()
