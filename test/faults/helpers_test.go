@@ -33,12 +33,13 @@ const webhookName = "driftguard-faults"
 
 // guardProc is the guard of one test, across restarts.
 type guardProc struct {
-	t         *testing.T
-	dir       string
-	args      []string
-	auditFile string
-	procs     []*harness.Process
-	recs      []*harness.Records // one per process: a killed one may leave half a line
+	t          *testing.T
+	kubeconfig string
+	dir        string
+	args       []string
+	auditFile  string
+	procs      []*harness.Process
+	recs       []*harness.Records // one per process: a killed one may leave half a line
 }
 
 // startGuard starts `driftguard run` for t with the suite's defaults (audit
@@ -46,8 +47,14 @@ type guardProc struct {
 // and waits until it is healthy. It is stopped when t ends.
 func startGuard(t *testing.T, args ...string) *guardProc {
 	t.Helper()
+	return startGuardAs(t, guardKubeconfig, args...)
+}
+
+// startGuardAs is startGuard with another kubeconfig.
+func startGuardAs(t *testing.T, kubeconfig string, args ...string) *guardProc {
+	t.Helper()
 	dir := guardDir(t)
-	g := &guardProc{t: t, dir: dir, args: args, auditFile: filepath.Join(dir, "audit.log")}
+	g := &guardProc{t: t, kubeconfig: kubeconfig, dir: dir, args: args, auditFile: filepath.Join(dir, "audit.log")}
 	t.Cleanup(g.cleanup)
 	g.start()
 	return g
@@ -59,7 +66,7 @@ func (g *guardProc) start() {
 	rec := &harness.Records{}
 	args := append([]string{"--audit-events=false", "--audit-file", g.auditFile, "--default-interval", "30s"}, g.args...)
 	p, err := harness.StartProcess(harness.ProcessOptions{
-		Kubeconfig: guardKubeconfig, Dir: g.dir, WebhookConfigName: webhookName, Args: args, Stdout: rec,
+		Kubeconfig: g.kubeconfig, Dir: g.dir, WebhookConfigName: webhookName, Args: args, Stdout: rec,
 	})
 	if err != nil {
 		g.t.Fatal(err)
