@@ -119,4 +119,3 @@ func kubeconfigVia(t *testing.T, kubeconfig, server string, p *tcpProxy) string 
 	}
 	return out
 }
-
