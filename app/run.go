@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		return err
 	}
 	if o.WebhookRegister {
-		if err := mgr.Add(registrar(server, webhookRules, o, certs.CAPEM, log)); err != nil {
+		if err := mgr.Add(registrar(server, webhookRules, o, certs.CAPEM, self, log)); err != nil {
 			return err
 		}
 	}
@@ -242,8 +242,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 }
 
 // registrar registers the webhook configurations once the server listens,
-// and again whenever the kinds in Git change.
-func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []byte, log logr.Logger) manager.Runnable {
+// and again whenever the kinds in Git change. The guard's own requests (self)
+// are not sent to them.
+func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []byte, self string, log logr.Logger) manager.Runnable {
 	return nonLeader(func(ctx context.Context) error {
 		addr, err := server.BoundAddr(ctx)
 		if err != nil {
@@ -261,7 +262,7 @@ func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []b
 			Name: o.WebhookConfigName, URL: url, CABundle: ca,
 			FailurePolicy:  admissionregistrationv1.FailurePolicyType(o.FailurePolicy),
 			TimeoutSeconds: int32(o.WebhookTimeout / time.Second), LabelKey: reconcile.GuardLabel,
-			ExcludeNamespaces: excluded,
+			ExcludeNamespaces: excluded, SkipUsers: []string{self},
 		}
 		if o.WebhookService != "" {
 			registration.ServiceNamespace, registration.ServiceName, registration.ServicePort = o.Namespace, o.WebhookService, o.WebhookServicePort

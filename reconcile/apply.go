@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -70,6 +72,9 @@ type Applier struct {
 	// Rules, when set, returns a guard's ignore rules: ignored fields are
 	// neither compared nor taken back from their owner on apply.
 	Rules func(guard string) []*drift.Rule
+	// Concurrency is how many objects of a stage Apply applies at once
+	// (DefaultApplyConcurrency when 0 or less).
+	Concurrency int
 }
 
 // Options returns the comparison options for a desired object and its live state.
@@ -86,27 +91,28 @@ func (a *Applier) Options(desired *unstructured.Unstructured, live map[string]an
 }
 
 // Apply applies objects in stages: CustomResourceDefinitions and Namespaces
-// first, then the rest. Objects already in sync are left alone. An object
-// that fails does not stop the others; the joined error names each one.
+// first, then the rest. Within a stage up to Concurrency objects are applied
+// at once; the change set keeps the order of objs. Objects already in sync
+// are left alone. An object that fails does not stop the others; the joined
+// error names each one. When the API server cannot be reached, no further
+// object is attempted.
 func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object) (ChangeSet, error) {
 	first, rest := stage(objs)
 	cs := make(ChangeSet, 0, len(objs))
 	var errs []error
 	for _, group := range [][]*gitstore.Object{first, rest} {
-		for _, o := range group {
-			action, err := a.applyOne(ctx, o)
-			if err != nil {
-				err = fmt.Errorf("apply %s (%s:%d): %w", o.Key, o.Source.Path, o.Source.Line, err)
-				errs = append(errs, err)
-				action = Failed
+		entries, cutOff := a.applyStage(ctx, group)
+		for _, e := range entries {
+			cs = append(cs, e)
+			if e.Err != nil {
+				errs = append(errs, e.Err)
 			}
-			cs = append(cs, Entry{Object: o, Action: action, Err: err})
-			if err != nil && unreachable(err) {
-				// Every further object would fail the same way, each with
-				// an error record: stop; the retry applies them.
-				left := len(objs) - len(cs)
-				return cs, errors.Join(append(errs, fmt.Errorf("%d objects not attempted: the API server cannot be reached", left))...)
-			}
+		}
+		if cutOff {
+			// Every further object would fail the same way, each with an
+			// error record: stop; the retry applies them.
+			left := len(objs) - len(cs)
+			return cs, errors.Join(append(errs, fmt.Errorf("%d objects not attempted: the API server cannot be reached", left))...)
 		}
 		if len(errs) > 0 {
 			// Without its namespaces and definitions the rest would only fail.
@@ -114,6 +120,55 @@ func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object) (ChangeSet
 		}
 	}
 	return cs, errors.Join(errs...)
+}
+
+// DefaultApplyConcurrency is the Applier's Concurrency when it sets none.
+const DefaultApplyConcurrency = 4
+
+// applyStage applies objs, up to Concurrency at once, and returns the
+// entries of the objects it attempted, in the order of objs. cutOff is true
+// when an object failed because the API server could not be reached: no
+// object is handed out after that.
+func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object) (entries []Entry, cutOff bool) {
+	workers := a.Concurrency
+	if workers <= 0 {
+		workers = DefaultApplyConcurrency
+	}
+	all := make([]Entry, len(objs))
+	attempted := make([]bool, len(objs))
+	var unreachableSeen atomic.Bool
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(objs)) {
+		wg.Go(func() {
+			for i := range next {
+				o := objs[i]
+				action, err := a.applyOne(ctx, o)
+				if err != nil {
+					if unreachable(err) {
+						unreachableSeen.Store(true)
+					}
+					err = fmt.Errorf("apply %s (%s:%d): %w", o.Key, o.Source.Path, o.Source.Line, err)
+					action = Failed
+				}
+				all[i], attempted[i] = Entry{Object: o, Action: action, Err: err}, true
+			}
+		})
+	}
+	for i := range objs {
+		if unreachableSeen.Load() {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, ok := range attempted {
+		if ok {
+			entries = append(entries, all[i])
+		}
+	}
+	return entries, unreachableSeen.Load()
 }
 
 func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object) (Action, error) {
