@@ -239,7 +239,7 @@ func printOutcome(title string, o outcome) {
 	printTable("edit outcomes", []string{"figure", "value"}, [][]string{
 		{"edits accepted / failed", fmt.Sprintf("%d / %d", len(o.ok), o.failed)},
 		{"NOT reverted within 10 s", fmt.Sprint(o.unreverted)},
-		{"no drift record naming the state (see docs/benchmarks.md)", fmt.Sprint(o.undetected)},
+		{"no drift record naming the state (see docs/performance.md)", fmt.Sprint(o.undetected)},
 		{"superseded: next edit of the object landed before any revert", fmt.Sprint(o.superseded)},
 		{"revert records per state  reverts:states", histogram(o.revertsPerState)},
 		{"drift records per state   drifts:states", histogram(o.driftsPerState)},
