@@ -5,6 +5,7 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -110,15 +111,17 @@ func FormatValue(v float64) string {
 
 // AppendFigure appends f as one JSON line to the file at path.
 func AppendFigure(path string, f Figure) error {
-	b, err := json.Marshal(f)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(f); err != nil { // one line, with its newline
 		return err
 	}
 	file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("append figure to %s: %w", path, err)
 	}
-	if _, err := file.Write(append(b, '\n')); err != nil {
+	if _, err := file.Write(buf.Bytes()); err != nil {
 		file.Close()
 		return fmt.Errorf("append figure to %s: %w", path, err)
 	}

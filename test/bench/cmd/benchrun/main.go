@@ -129,11 +129,14 @@ func run(quick bool, out string, strict bool) error {
 	res.Figures = append(unitFigures, figs...)
 	res.Load = append(res.Load, loadAvg())
 	res.Duration = time.Since(started).Round(time.Second).String()
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // targets read "<=", not "\u003c="
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		return err
 	}
 	_ = os.Remove(figuresFile)
