@@ -97,11 +97,19 @@ func (a *Applier) Options(desired *unstructured.Unstructured, live map[string]an
 // error names each one. When the API server cannot be reached, no further
 // object is attempted.
 func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object) (ChangeSet, error) {
+	return a.ApplyEach(ctx, objs, nil)
+}
+
+// ApplyEach is Apply that also calls each (when not nil) with every entry as
+// soon as its object has been applied, from the goroutine that applied it:
+// a caller that records each entry there loses at most the entries in flight
+// when the process dies, not those of the whole apply.
+func (a *Applier) ApplyEach(ctx context.Context, objs []*gitstore.Object, each func(Entry)) (ChangeSet, error) {
 	first, rest := stage(objs)
 	cs := make(ChangeSet, 0, len(objs))
 	var errs []error
 	for _, group := range [][]*gitstore.Object{first, rest} {
-		entries, cutOff := a.applyStage(ctx, group)
+		entries, cutOff := a.applyStage(ctx, group, each)
 		for _, e := range entries {
 			cs = append(cs, e)
 			if e.Err != nil {
@@ -129,7 +137,7 @@ const DefaultApplyConcurrency = 4
 // entries of the objects it attempted, in the order of objs. cutOff is true
 // when an object failed because the API server could not be reached: no
 // object is handed out after that.
-func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object) (entries []Entry, cutOff bool) {
+func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, each func(Entry)) (entries []Entry, cutOff bool) {
 	workers := a.Concurrency
 	if workers <= 0 {
 		workers = DefaultApplyConcurrency
@@ -152,6 +160,9 @@ func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object) (entr
 					action = Failed
 				}
 				all[i], attempted[i] = Entry{Object: o, Action: action, Err: err}, true
+				if each != nil {
+					each(all[i])
+				}
 			}
 		})
 	}
