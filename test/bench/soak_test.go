@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +27,8 @@ const soakHeapSlack = 10 // MiB
 // 100 edits/s for -soak (10 minutes), each 10 s a random permutation of the
 // objects. Every minute it prints the minute's latencies, the edits not
 // reverted, and the guard's RSS, heap after GC and goroutines. It runs only
-// when -bench names it (make soak).
+// when -bench names it (make soak). With DRIFTGUARD_KEEP_BENCH=1 it keeps a
+// heap profile of the guard per minute in the environment's folder.
 func BenchmarkSoak(b *testing.B) {
 	if f := flag.Lookup("test.bench"); f == nil || !strings.Contains(f.Value.String(), "Soak") {
 		b.Skip("runs only when -bench names it (make soak)")
@@ -65,6 +68,12 @@ func BenchmarkSoak(b *testing.B) {
 		o := analyze(edits, fx.watch, recs)
 		rss, _ := e.guard.Mem()
 		heap := guardHeap(b, e)
+		if os.Getenv("DRIFTGUARD_KEEP_BENCH") != "" {
+			// For `go tool pprof -base heap-02.pprof heap-10.pprof`.
+			if err := e.guard.SaveHeapProfile(filepath.Join(e.dir, fmt.Sprintf("heap-%02d.pprof", m))); err != nil {
+				b.Log(err)
+			}
+		}
 		gr, _ := e.guard.Metric("go_goroutines")
 		r := row{minute: m, edits: len(edits), notBack: o.unreverted + o.failed,
 			d50: quantile(o.detect, .5), d99: quantile(o.detect, .99), r50: quantile(o.revert, .5), r99: quantile(o.revert, .99),
