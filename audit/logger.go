@@ -101,7 +101,7 @@ type Logger struct {
 	stopping chan struct{} // closed when the writer loop is asked to stop
 	drained  chan struct{} // closed when the queue is empty and state is stateStopped
 
-	writeMu    sync.Mutex // serializes writes to the sinks
+	writeMu sync.Mutex // serializes writes to the sinks
 	// Sink failures since the last Flush, for Flush to return; guarded by
 	// writeMu. Only the first maxPendingErrs are kept, the rest counted:
 	// nothing may need to call Flush, and a sink that keeps failing (the
