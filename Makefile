@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools generate verify test test-unit test-e2e bench bench-e2e lint demo image clean
+.PHONY: all build tools generate verify test test-unit test-e2e bench bench-quick soak lint demo image clean
 
 all: build
 
@@ -33,13 +33,14 @@ test-unit: ## Unit tests only (no control plane)
 test-e2e: tools ## End-to-end suites only
 	CI=true $(GO) test -count=1 -timeout 30m ./test/...
 
-bench: tools ## Benchmarks; prints figures (docs/benchmarks.md)
-	$(GO) test -run '^$$' -bench . -benchmem ./drift/... ./policy/... ./webhook/...
-	@$(MAKE) --no-print-directory bench-e2e
+bench: tools ## Every benchmark against its target on a real API server and Git server (under 15 minutes): one `bench:` line per figure, bench/results.json (docs/performance.md)
+	$(GO) run ./test/bench/cmd/benchrun
 
-bench-e2e: tools ## End-to-end benchmarks on a real control plane: self-heal, burst, webhook overhead and throughput (about 3-4 minutes)
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 15m ./test/bench/
-	$(GO) test -run '^$$' -bench Scale10k -benchtime 1x -timeout 20m ./test/bench/
+bench-quick: tools ## The same figures from smaller runs (under 3 minutes)
+	$(GO) run ./test/bench/cmd/benchrun -quick
+
+soak: tools ## 100 edits/s for 10 minutes; memory and latency every minute (SOAK=10m)
+	$(GO) test -run '^$$' -bench BenchmarkSoak -benchtime 1x -timeout 30m ./test/bench/ -args -soak $(or $(SOAK),10m)
 
 lint: tools ## gofmt, go vet, golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -49,7 +49,8 @@ type Options struct {
 	ReceiverAddr  string
 	ReceiverToken string
 
-	PolicyDir string
+	PolicyDir     string
+	PolicyTimeout time.Duration
 	// PolicyGit is GUARD:PATH: the policy is the Rego files below PATH in
 	// the repository of Guard GUARD, at the revision it has in force.
 	PolicyGit        string
@@ -100,6 +101,7 @@ func DefaultOptions() Options {
 		AuditFileBackups:  5,
 		AuditEvents:       true,
 		AuditQueueSize:    4096,
+		PolicyTimeout:     time.Second,
 		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
 		InstallOptions:    defaultInstallOptions(),
 	}
@@ -138,6 +140,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReceiverToken, "receiver-token", o.ReceiverToken, "shared secret push notifications must carry (X-Driftguard-Token, X-Gitlab-Token, or GitHub's X-Hub-Signature-256); env DRIFTGUARD_RECEIVER_TOKEN")
 	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "folder of Rego files (package driftguard) to use instead of the built-in policy; reloaded on change")
 	fs.StringVar(&o.PolicyGit, "policy-git", o.PolicyGit, "GUARD:PATH: take the policy from the Rego files below PATH in Guard GUARD's repository, at the revision that Guard has in force (instead of --policy-dir)")
+	fs.DurationVar(&o.PolicyTimeout, "policy-timeout", o.PolicyTimeout, "bound of one policy evaluation (an admission review is also bounded by 80% of --webhook-timeout); a policy that takes longer is a policy error: the webhook applies --failure-policy, the drift watcher reverts")
 	fs.StringSliceVar(&o.GuardUsers, "guard-users", o.GuardUsers, "extra identities always allowed (the guard's own identity is found at start-up)")
 	fs.StringSliceVar(&o.BreakGlassGroups, "break-glass-groups", o.BreakGlassGroups, "groups whose members may change managed objects with a driftguard.io/break-glass annotation")
 
@@ -166,6 +169,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WebhookTimeout < time.Second || o.WebhookTimeout > 30*time.Second {
 		return fmt.Errorf("--webhook-timeout: %s is outside 1s..30s", o.WebhookTimeout)
+	}
+	if o.PolicyTimeout <= 0 {
+		return fmt.Errorf("--policy-timeout: must be above 0, got %s", o.PolicyTimeout)
 	}
 	if o.PolicyGit != "" {
 		if o.PolicyDir != "" {

@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 
 	// Policy.
-	engine := policy.NewEngine(policy.Config{GuardUsers: append([]string{self}, o.GuardUsers...), BreakGlassGroups: o.BreakGlassGroups}, log.WithName("policy"))
+	engine := policy.NewEngine(policy.Config{GuardUsers: append([]string{self}, o.GuardUsers...), BreakGlassGroups: o.BreakGlassGroups, Timeout: o.PolicyTimeout}, log.WithName("policy"))
 	if o.PolicyDir != "" {
 		engine.OnLoadError(func(err error) {
 			auditLog.Log(context.Background(), audit.Record{Type: audit.Error, Operation: "POLICY", Error: err.Error(), Source: &audit.Source{URL: "file://" + o.PolicyDir}})
@@ -287,7 +287,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	if o.WebhookRegister {
 		webhookRules.CA = certs.CABundle
-		if err := mgr.Add(registrar(server, webhookRules, o, certs.CABundle(), log)); err != nil {
+		if err := mgr.Add(registrar(server, webhookRules, o, certs.CABundle(), self, log)); err != nil {
 			return err
 		}
 	}
@@ -315,8 +315,9 @@ func leaderElectionID(shard string) string {
 
 // registrar registers the webhook configurations once the server listens,
 // and again whenever the kinds in Git change. It runs on the leader only: one
-// writer, so that replicas never take turns.
-func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []byte, log logr.Logger) manager.Runnable {
+// writer, so that replicas never take turns. The guard's own requests (self)
+// are not sent to the webhooks.
+func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []byte, self string, log logr.Logger) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		addr, err := server.BoundAddr(ctx)
 		if err != nil {
@@ -334,7 +335,7 @@ func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []b
 			Name: o.WebhookConfigName, URL: url, CABundle: ca,
 			FailurePolicy:  admissionregistrationv1.FailurePolicyType(o.FailurePolicy),
 			TimeoutSeconds: int32(o.WebhookTimeout / time.Second), LabelKey: reconcile.GuardLabel,
-			ExcludeNamespaces: excluded,
+			ExcludeNamespaces: excluded, SkipUsers: []string{self},
 		}
 		if o.WebhookService != "" {
 			registration.ServiceNamespace, registration.ServiceName, registration.ServicePort = o.Namespace, o.WebhookService, o.WebhookServicePort

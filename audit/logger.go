@@ -101,8 +101,13 @@ type Logger struct {
 	stopping chan struct{} // closed when the writer loop is asked to stop
 	drained  chan struct{} // closed when the queue is empty and state is stateStopped
 
-	writeMu    sync.Mutex // serializes writes to the sinks
-	pendingErr error      // sink failures since the last Flush; guarded by writeMu
+	writeMu sync.Mutex // serializes writes to the sinks
+	// Sink failures since the last Flush, for Flush to return; guarded by
+	// writeMu. Only the first maxPendingErrs are kept, the rest counted:
+	// nothing may need to call Flush, and a sink that keeps failing (the
+	// Event sink under a burst) must not grow the heap one error a batch.
+	pendingErrs []error
+	pendingMore int
 
 	dropped atomic.Uint64
 
@@ -240,7 +245,8 @@ func (l *Logger) NeedLeaderElection() bool { return false }
 
 // Flush waits until every record logged before the call has been written to
 // the sinks (or has failed after retries). It returns the sink failures seen
-// since the previous Flush, or ctx's error when ctx ends first. Before Start,
+// since the previous Flush (the first 16 in full, then how many more), or
+// ctx's error when ctx ends first. Before Start,
 // Flush waits for Start. Flush on a stopped or closed Logger returns nil at
 // once: it has no queue left.
 func (l *Logger) Flush(ctx context.Context) error {
@@ -404,10 +410,30 @@ func (l *Logger) process(ctx context.Context, c collected) {
 	queueLength.Set(float64(len(l.queue)))
 	if c.marker != nil {
 		l.writeMu.Lock()
-		c.marker <- l.pendingErr
-		l.pendingErr = nil
+		c.marker <- l.takePending()
 		l.writeMu.Unlock()
 	}
+}
+
+// maxPendingErrs is how many sink failures Flush reports in full.
+const maxPendingErrs = 16
+
+func (l *Logger) addPending(err error) {
+	if len(l.pendingErrs) < maxPendingErrs {
+		l.pendingErrs = append(l.pendingErrs, err)
+		return
+	}
+	l.pendingMore++
+}
+
+// takePending returns the sink failures since the last call and forgets them.
+func (l *Logger) takePending() error {
+	errs := l.pendingErrs
+	if l.pendingMore > 0 {
+		errs = append(errs, fmt.Errorf("and %d more sink failures", l.pendingMore))
+	}
+	l.pendingErrs, l.pendingMore = nil, 0
+	return errors.Join(errs...)
 }
 
 // writeBatch writes batch to every sink at once, each with retries, and waits
@@ -433,7 +459,7 @@ func (l *Logger) writeBatch(ctx context.Context, batch []Record) {
 	for _, err := range errs {
 		if err != nil {
 			failing++
-			l.pendingErr = errors.Join(l.pendingErr, err)
+			l.addPending(err)
 		}
 	}
 	if failing == len(l.sinks) {

@@ -550,3 +550,34 @@ func counterValue(t *testing.T, c metricWriter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestPendingSinkErrorsBounded: a sink that fails batch after batch while
+// nobody calls Flush keeps at most maxPendingErrs errors; Flush reports
+// those and how many more there were, then starts over.
+func TestPendingSinkErrorsBounded(t *testing.T) {
+	bad := &memSink{name: "bad", fail: func(int) error { return &partialError{failed: 1, permanent: true, err: errors.New("nope")} }}
+	good := &memSink{name: "good"}
+	l := newTestLogger(logr.Discard(), 10, good, bad)
+	startLogger(t, l)
+	const batches = 100
+	for i := range batches {
+		l.Log(context.Background(), rec(i))
+		// One batch at a time: wait until the good sink has the record.
+		for deadline := time.Now().Add(5 * time.Second); len(good.got()) <= i && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	l.writeMu.Lock()
+	kept := len(l.pendingErrs)
+	l.writeMu.Unlock()
+	if kept > maxPendingErrs {
+		t.Fatalf("%d sink errors kept for Flush, want at most %d", kept, maxPendingErrs)
+	}
+	err := flush(t, l)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("and %d more sink failures", batches-maxPendingErrs)) {
+		t.Fatalf("Flush = %v, want %d errors and the count of the rest", err, maxPendingErrs)
+	}
+	if err := flush(t, l); err != nil {
+		t.Fatalf("second Flush = %v, want nil", err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -97,17 +99,25 @@ func NewFileSink(path string, maxSizeMB, maxBackups int) Sink {
 }
 
 // OpenFileSink is NewFileSink that also opens (or creates) the file at once,
-// so that a path that cannot be written is reported when the guard starts.
+// so that a path that cannot be opened for writing (a missing folder that
+// cannot be made, a file in the way, no permission) is reported when the
+// guard starts. A full disk is not: it may be full now and free later, as
+// while the guard runs, and is reported by the failing writes.
 func OpenFileSink(path string, maxSizeMB, maxBackups int) (Sink, error) {
 	if path == "" {
 		return nil, errors.New("open audit file: empty path")
 	}
-	s := NewFileSink(path, maxSizeMB, maxBackups).(*fileSink)
-	// lumberjack opens the file on any Write, an empty one included.
-	if _, err := s.lj.Write(nil); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open audit file %q: %w", path, err)
 	}
-	return s, nil
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open audit file %q: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("open audit file %q: %w", path, err)
+	}
+	return NewFileSink(path, maxSizeMB, maxBackups), nil
 }
 
 func (s *fileSink) Name() string { return "file" }

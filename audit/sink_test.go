@@ -170,3 +170,25 @@ func TestFileSinkWriteErrorIsReported(t *testing.T) {
 		t.Error("an I/O error should be retried")
 	}
 }
+
+// TestOpenFileSinkFullDisk: a full disk (/dev/full) does not stop start-up;
+// the writes fail and are reported, with retries, as for a disk that fills
+// up later.
+func TestOpenFileSinkFullDisk(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.Symlink("/dev/full", path); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFileSink(path, 1, 1)
+	if err != nil {
+		t.Fatalf("OpenFileSink on a full disk: %v", err)
+	}
+	defer s.Close()
+	err = s.Write(context.Background(), []Record{rec(1)})
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || isPermanent(err) {
+		t.Fatalf("Write to a full disk = %v, want a retryable ENOSPC", err)
+	}
+}

@@ -77,6 +77,12 @@ type Cluster struct {
 	envUp    bool
 	guard    *guard // kills envtest's processes if this process crashes
 	stopped  bool
+
+	apiPID  int      // envtest's kube-apiserver, until StopAPIServer
+	apiArgv []string // its command line, to start it again
+	apiLog  *os.File
+	api     *child // kube-apiserver as StartAPIServer started it again
+	apiDown bool   // between StopAPIServer and StartAPIServer
 }
 
 // DefaultBinDir returns $KUBEBUILDER_ASSETS when set, else the tools cache
@@ -235,6 +241,9 @@ func (c *Cluster) startControlPlane(o Options) error {
 		childPIDsMatching(api.Path, "--cert-dir="+api.CertDir)...)
 	if len(pids) != 2 {
 		c.log.Info("could not find envtest's etcd and kube-apiserver; they may outlive a crash", "found", pids)
+	} else {
+		c.apiPID, c.apiLog = pids[1], apiLog
+		c.apiArgv = cmdline(c.apiPID)
 	}
 	if c.guard, err = startGuard(pids); err != nil {
 		return err
@@ -316,6 +325,11 @@ func (c *Cluster) Stop() error {
 			errs = append(errs, err)
 		}
 		c.log.V(1).Info("stopped", "process", ch.name, "pid", ch.pid)
+	}
+	if c.api != nil {
+		if err := c.api.stop(stopGrace); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.envUp && c.Env != nil {
 		if err := c.Env.Stop(); err != nil {

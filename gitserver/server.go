@@ -25,12 +25,14 @@ type Server struct {
 	gitPath string
 	handler http.Handler
 	ln      net.Listener
+	addr    string // host:port, the same after Resume
 	srv     *http.Server
 	done    chan error
 
 	mu     sync.Mutex
 	clones []string // working clones to remove on Close
 	closed bool
+	paused bool // between Pause and Resume: nothing listens
 	onPush func(url string)
 }
 
@@ -56,7 +58,7 @@ func Start(root string) (*Server, error) {
 		os.RemoveAll(home)
 		return nil, fmt.Errorf("listen on loopback: %w", err)
 	}
-	s := &Server{root: abs, home: home, gitPath: gitPath, ln: ln, done: make(chan error, 1)}
+	s := &Server{root: abs, home: home, gitPath: gitPath, ln: ln, addr: ln.Addr().String(), done: make(chan error, 1)}
 	s.handler = s.newHandler()
 	s.srv = &http.Server{Handler: s.notifying(s.handler)}
 	go func() { s.done <- s.srv.Serve(ln) }()
@@ -120,7 +122,7 @@ func (s *Server) URL(repo string) string {
 	if filepath.Ext(repo) != ".git" {
 		repo += ".git"
 	}
-	return "http://" + s.ln.Addr().String() + "/" + repo
+	return "http://" + s.addr + "/" + repo
 }
 
 // Close stops the server and removes the working clones made by NewRepo and
@@ -134,11 +136,15 @@ func (s *Server) Close() error {
 	s.closed = true
 	clones := s.clones
 	s.clones = nil
+	paused := s.paused
 	s.mu.Unlock()
 
-	err := s.srv.Shutdown(context.Background())
-	if serveErr := <-s.done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, fmt.Errorf("serve: %w", serveErr))
+	var err error
+	if !paused {
+		err = s.srv.Shutdown(context.Background())
+		if serveErr := <-s.done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+			err = errors.Join(err, fmt.Errorf("serve: %w", serveErr))
+		}
 	}
 	for _, dir := range append(clones, s.home) {
 		if rmErr := os.RemoveAll(dir); rmErr != nil {
@@ -148,5 +154,44 @@ func (s *Server) Close() error {
 	if err != nil {
 		return fmt.Errorf("close git server: %w", err)
 	}
+	return nil
+}
+
+// Pause stops serving at once, as a Git host that went down: the listener
+// and every open connection are closed, so clients get connection errors.
+// The repositories and the address stay; Resume serves again.
+func (s *Server) Pause() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.paused {
+		return errors.New("pause git server: not serving")
+	}
+	s.paused = true
+	err := s.srv.Close()
+	if serveErr := <-s.done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	if err != nil {
+		return fmt.Errorf("pause git server: %w", err)
+	}
+	return nil
+}
+
+// Resume serves again on the address the server had before Pause.
+func (s *Server) Resume() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.paused {
+		return errors.New("resume git server: not paused")
+	}
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("resume git server on %s: %w", s.addr, err)
+	}
+	s.ln, s.paused = ln, false
+	s.srv = &http.Server{Handler: s.notifying(s.handler)}
+	s.done = make(chan error, 1)
+	srv, done := s.srv, s.done
+	go func() { done <- srv.Serve(ln) }()
 	return nil
 }

@@ -165,3 +165,32 @@ func TestOnPush(t *testing.T) {
 		t.Fatal("OnPush was not called after the push returned")
 	}
 }
+
+func TestPauseResume(t *testing.T) {
+	s := startServer(t)
+	r, err := s.NewRepo("outage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteFile("a.yaml", "v: 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CommitAndPush("first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Pause(); err != nil {
+		t.Fatalf("Pause: %v", err)
+	}
+	if _, err := runGit(t.Context(), s.home, t.TempDir(), "ls-remote", s.URL("outage")); err == nil {
+		t.Fatal("ls-remote succeeded while the server was paused")
+	}
+	if err := s.Pause(); err == nil {
+		t.Fatal("second Pause did not fail")
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if got := readFile(t, filepath.Join(cloneAndRead(t, s, s.URL("outage")), "a.yaml")); got != "v: 1\n" {
+		t.Fatalf("after Resume: a.yaml = %q", got)
+	}
+}

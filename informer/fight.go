@@ -35,6 +35,11 @@ type fights struct {
 	mu      sync.Mutex
 	reverts map[countKey][]time.Time
 	stopped map[fightKey]string // -> guard
+	// swept is when reverts was last cleared of counts older than
+	// fightWindow. Each distinct change is a key of its own, so a manager
+	// that writes new values every time (a timestamp, a load test) would
+	// otherwise grow the map by one entry per revert, for good.
+	swept time.Time
 }
 
 func newFights() *fights {
@@ -59,6 +64,7 @@ func (f *fights) reverted(it item, manager, changes, guard string, now time.Time
 	k := countKey{fightKey{it, manager}, changes}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.sweep(now)
 	times := f.reverts[k][:0]
 	for _, t := range f.reverts[k] {
 		if now.Sub(t) < fightWindow {
@@ -73,6 +79,20 @@ func (f *fights) reverted(it item, manager, changes, guard string, now time.Time
 		return true
 	}
 	return false
+}
+
+// sweep drops, once per fightWindow, the counts whose latest revert is
+// older than fightWindow: they can no longer start a fight.
+func (f *fights) sweep(now time.Time) {
+	if now.Sub(f.swept) < fightWindow {
+		return
+	}
+	f.swept = now
+	for k, times := range f.reverts {
+		if len(times) == 0 || now.Sub(times[len(times)-1]) >= fightWindow {
+			delete(f.reverts, k)
+		}
+	}
 }
 
 // stoppedFor reports whether the guard stopped reverting the object for any manager.

@@ -56,3 +56,25 @@ func TestFights(t *testing.T) {
 		})
 	}
 }
+
+// TestFightCountsExpire: a manager that writes a new value every time adds
+// one count per revert; counts older than the window are dropped, so the
+// map stays as large as one window of reverts.
+func TestFightCountsExpire(t *testing.T) {
+	it := item{gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, namespace: "shop", name: "web"}
+	f := newFights()
+	t0 := time.Now()
+	perWindow := 0
+	for i := range 1000 {
+		at := t0.Add(time.Duration(i) * fightWindow / 100) // 100 reverts a window, 10 windows
+		f.reverted(it, "load-test", fmt.Sprintf("/data/value=%d;", i), "shop", at)
+		perWindow = max(perWindow, len(f.reverts))
+	}
+	if perWindow > 200 {
+		t.Fatalf("%d counts kept at once for 100 reverts a window: old counts are not dropped", perWindow)
+	}
+	f.reverted(it, "load-test", "/data/value=last;", "shop", t0.Add(20*fightWindow))
+	if len(f.reverts) != 1 {
+		t.Fatalf("%d counts kept after a quiet window, want 1", len(f.reverts))
+	}
+}

@@ -42,8 +42,9 @@ var (
 // Engine evaluates the loaded policy. It is safe for concurrent use: Decide
 // never blocks on Load, which swaps a newly prepared policy in atomically.
 type Engine struct {
-	log   logr.Logger
-	store storage.Store // holds data.driftguard.config; shared by all revisions
+	log     logr.Logger
+	store   storage.Store // holds data.driftguard.config; shared by all revisions
+	timeout time.Duration // bounds one evaluation
 
 	loadMu      sync.Mutex // serializes Load, LoadDir and Watch
 	cur         atomic.Pointer[prepared]
@@ -82,8 +83,12 @@ type prepared struct {
 // visible to Rego as data.driftguard.config.
 func NewEngine(cfg Config, log logr.Logger) *Engine {
 	e := &Engine{
-		log:   log,
-		store: inmem.NewFromObjectWithOpts(configData(cfg), inmem.OptReturnASTValuesOnRead(true)),
+		log:     log,
+		store:   inmem.NewFromObjectWithOpts(configData(cfg), inmem.OptReturnASTValuesOnRead(true)),
+		timeout: cfg.Timeout,
+	}
+	if e.timeout <= 0 {
+		e.timeout = DefaultTimeout
 	}
 	if err := e.load(DefaultModules(), "", "default-"); err != nil {
 		// The embedded policy is tested; this means a broken build. Decide
@@ -354,8 +359,15 @@ func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("policy %s: convert input: %w", p.revision, err)
 	}
-	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(val))
+	// The evaluation checks for cancellation as it goes, so the bound
+	// holds for a policy that loops over large ranges.
+	evalCtx, cancel := context.WithTimeoutCause(ctx, e.timeout, ErrTimeout)
+	defer cancel()
+	rs, err := p.query.Eval(evalCtx, rego.EvalParsedInput(val))
 	if err != nil {
+		if errors.Is(context.Cause(evalCtx), ErrTimeout) {
+			return Decision{}, fmt.Errorf("policy %s: evaluate %s: %w after %s", p.revision, DecisionQuery, ErrTimeout, e.timeout)
+		}
 		return Decision{}, fmt.Errorf("policy %s: evaluate %s: %w", p.revision, DecisionQuery, err)
 	}
 	d, err = decisionFrom(rs)

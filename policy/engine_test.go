@@ -599,3 +599,48 @@ decision := {"action": "allow", "reason": "owning team", "rule": "team"} if {
 		}
 	}
 }
+
+// slowPolicy loops over nine million pairs before it decides.
+const slowPolicy = `package driftguard
+
+decision := {"action": "allow", "reason": "slow"} if {
+	count([x | some i in numbers.range(1, 3000); some j in numbers.range(1, 3000); x := i * j; x < 0]) == 0
+}
+`
+
+func TestDecideTimeout(t *testing.T) {
+	e := NewEngine(Config{Timeout: 50 * time.Millisecond}, logr.Discard())
+	if err := e.Load(map[string]string{"slow.rego": slowPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Decide(context.Background(), baseInput())
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("Decide of a slow policy = %v, want ErrTimeout", err)
+	}
+	if !strings.Contains(err.Error(), "timed out after 50ms") || !strings.Contains(err.Error(), e.Revision()) {
+		t.Fatalf("error %q names neither the bound nor the revision", err)
+	}
+	// The caller's own deadline is not reported as the policy's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	e2 := NewEngine(Config{Timeout: time.Minute}, logr.Discard())
+	if err := e2.Load(map[string]string{"slow.rego": slowPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2.Decide(ctx, baseInput()); err == nil || errors.Is(err, ErrTimeout) {
+		t.Fatalf("Decide past the caller's deadline = %v, want an error other than ErrTimeout", err)
+	}
+	// A fast policy under the same bound decides.
+	if err := e.Load(DefaultModules()); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := e.Decide(context.Background(), baseInput()); err != nil || !d.Action.Valid() {
+		t.Fatalf("Decide with the default policy = %+v, %v", d, err)
+	}
+}
+
+func TestDefaultTimeout(t *testing.T) {
+	if e := NewEngine(Config{}, logr.Discard()); e.timeout != DefaultTimeout {
+		t.Fatalf("timeout = %s, want %s", e.timeout, DefaultTimeout)
+	}
+}

@@ -1,6 +1,11 @@
 package policy
 
-import "github.com/driftguard/driftguard/drift"
+import (
+	"errors"
+	"time"
+
+	"github.com/driftguard/driftguard/drift"
+)
 
 // Input is the document a policy sees as `input`. Its JSON shape is the
 // "Policy contract" of the design: admission requests and drift seen by the
@@ -97,7 +102,22 @@ type Config struct {
 	// BreakGlassGroups are groups whose members may change managed objects when
 	// the object carries a driftguard.io/break-glass annotation with a reason.
 	BreakGlassGroups []string `json:"breakGlassGroups"`
+	// Timeout bounds one evaluation of the policy (DefaultTimeout when zero
+	// or less): a policy that takes longer fails with an error wrapping
+	// ErrTimeout, which the caller treats as any policy error (the webhook
+	// applies the failure policy, the drift watcher reverts). It is not
+	// visible to Rego.
+	Timeout time.Duration `json:"-"`
 }
+
+// DefaultTimeout is the evaluation bound of a Config without Timeout. The
+// default policy decides in well under a millisecond; a second leaves room
+// for large inputs and custom policies while staying below the webhook's
+// default deadline (80 % of --webhook-timeout, 4 s).
+const DefaultTimeout = time.Second
+
+// ErrTimeout is wrapped by the error of an evaluation that ran out of time.
+var ErrTimeout = errors.New("policy evaluation timed out")
 
 // Changes converts the comparison's changes into the policy's input form.
 func Changes(cs []drift.Change) []Change {

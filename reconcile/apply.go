@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -84,6 +87,9 @@ type Applier struct {
 	// Applied, when set, is told every object the API server stored for
 	// an apply (not a dry run), as it returned it (HealthTracker.Applied).
 	Applied func(stored *unstructured.Unstructured)
+	// Concurrency is how many objects of a stage Apply applies at once
+	// (DefaultApplyConcurrency when 0 or less).
+	Concurrency int
 }
 
 // Options returns the comparison options for a desired object and its live state.
@@ -101,27 +107,42 @@ func (a *Applier) Options(desired *unstructured.Unstructured, live map[string]an
 
 // Apply applies objects in stages: CustomResourceDefinitions and Namespaces
 // first, then (once the definitions it created or changed are established)
-// the rest. Objects already in sync are left alone. An object that fails
-// does not stop the others; the joined error names each one.
+// the rest. Within a stage up to Concurrency objects are applied at once;
+// the change set keeps the order of objs. Objects already in sync are left
+// alone. An object that fails does not stop the others; the joined error
+// names each one. When the API server cannot be reached, no further object
+// is attempted.
 func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object, opts ApplyOptions) (ChangeSet, error) {
+	return a.ApplyEach(ctx, objs, opts, nil)
+}
+
+// ApplyEach is Apply that also calls each (when not nil) with every entry as
+// soon as its object has been applied, from the goroutine that applied it:
+// a caller that records each entry there loses at most the entries in flight
+// when the process dies, not those of the whole apply.
+func (a *Applier) ApplyEach(ctx context.Context, objs []*gitstore.Object, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
 	first, rest := stage(objs)
 	cs := make(ChangeSet, 0, len(objs))
 	var errs []error
-	for i, group := range [][]*gitstore.Object{first, rest} {
+	for _, group := range [][]*gitstore.Object{first, rest} {
+		entries, cutOff := a.applyStage(ctx, group, opts, each)
 		var crds []*gitstore.Object
-		for _, o := range group {
-			action, err := a.applyOne(ctx, o, opts)
-			if err != nil {
-				err = fmt.Errorf("apply %s (%s:%d): %w", o.Key, o.Source.Path, o.Source.Line, err)
-				errs = append(errs, err)
-				action = Failed
+		for _, e := range entries {
+			cs = append(cs, e)
+			if e.Err != nil {
+				errs = append(errs, e.Err)
 			}
-			if action != Unchanged && action != Failed && o.Key.Kind == "CustomResourceDefinition" {
-				crds = append(crds, o)
+			if e.Action != Unchanged && e.Action != Failed && e.Object.Key.Kind == "CustomResourceDefinition" {
+				crds = append(crds, e.Object)
 			}
-			cs = append(cs, Entry{Object: o, Action: action, Err: err})
 		}
-		if i == 0 && len(errs) > 0 {
+		if cutOff {
+			// Every further object would fail the same way, each with an
+			// error record: stop; the retry applies them.
+			left := len(objs) - len(cs)
+			return cs, errors.Join(append(errs, fmt.Errorf("%d objects not attempted: the API server cannot be reached", left))...)
+		}
+		if len(errs) > 0 {
 			// Without its namespaces and definitions the rest would only fail.
 			break
 		}
@@ -131,6 +152,58 @@ func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object, opts Apply
 		}
 	}
 	return cs, errors.Join(errs...)
+}
+
+// DefaultApplyConcurrency is the Applier's Concurrency when it sets none.
+const DefaultApplyConcurrency = 4
+
+// applyStage applies objs, up to Concurrency at once, and returns the
+// entries of the objects it attempted, in the order of objs. cutOff is true
+// when an object failed because the API server could not be reached: no
+// object is handed out after that.
+func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, opts ApplyOptions, each func(Entry)) (entries []Entry, cutOff bool) {
+	workers := a.Concurrency
+	if workers <= 0 {
+		workers = DefaultApplyConcurrency
+	}
+	all := make([]Entry, len(objs))
+	attempted := make([]bool, len(objs))
+	var unreachableSeen atomic.Bool
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(objs)) {
+		wg.Go(func() {
+			for i := range next {
+				o := objs[i]
+				action, err := a.applyOne(ctx, o, opts)
+				if err != nil {
+					if unreachable(err) {
+						unreachableSeen.Store(true)
+					}
+					err = fmt.Errorf("apply %s (%s:%d): %w", o.Key, o.Source.Path, o.Source.Line, err)
+					action = Failed
+				}
+				all[i], attempted[i] = Entry{Object: o, Action: action, Err: err}, true
+				if each != nil {
+					each(all[i])
+				}
+			}
+		})
+	}
+	for i := range objs {
+		if unreachableSeen.Load() {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, ok := range attempted {
+		if ok {
+			entries = append(entries, all[i])
+		}
+	}
+	return entries, unreachableSeen.Load()
 }
 
 func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object, opts ApplyOptions) (Action, error) {
@@ -239,6 +312,13 @@ func stage(objs []*gitstore.Object) (first, rest []*gitstore.Object) {
 	}
 	sort.SliceStable(first, func(i, j int) bool { return first[i].Key.Kind < first[j].Key.Kind })
 	return first, rest
+}
+
+// unreachable reports errors that say the API server cannot be reached, as
+// opposed to refusing one object.
+func unreachable(err error) bool {
+	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		utilnet.IsHTTP2ConnectionLost(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // IsNotFoundOrGone reports errors that mean the object or its kind is absent.

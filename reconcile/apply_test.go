@@ -1,10 +1,18 @@
 package reconcile
 
 import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
 	"reflect"
+	"syscall"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/gitstore"
 )
@@ -34,5 +42,29 @@ func TestStageOrdersDefinitionsFirst(t *testing.T) {
 	}
 	if got, want := names(rest), []string{"web", "w", "cfg"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("second stage = %v, want %v (file order kept)", got, want)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	refused := &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443/api/v1/namespaces/shop/configmaps/web",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}
+	gr := schema.GroupResource{Resource: "configmaps"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", fmt.Errorf("apply cm (a.yaml:1): %w", refused), true},
+		{"service unavailable", apierrors.NewServiceUnavailable("apiserver is shutting down"), true},
+		{"invalid object", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "web", nil), false},
+		{"forbidden", apierrors.NewForbidden(gr, "web", errors.New("denied")), false},
+		{"conflict", apierrors.NewConflict(gr, "web", errors.New("changed")), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := unreachable(tt.err); got != tt.want {
+				t.Fatalf("unreachable(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
 	}
 }

@@ -350,6 +350,9 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		}
 		return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision)))), nil
 	}
+	if c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady); c != nil && sourceFailure[c.Reason] {
+		g.Status.Retries = 0 // the source is back: its failures no longer count
+	}
 	if r.retriesExhausted(g) {
 		// The same revision and spec failed more often than spec.retry.limit
 		// allows: wait for a change in Git or in the spec.
@@ -419,21 +422,24 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		}
 	}
 	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, rev, snap, manual))
-	cs, applyErr := r.Applier.Apply(ctx, objs, ApplyOptions{Force: g.Spec.Force})
-	g.Status.Failed = nil
-	for _, e := range cs {
+	// Each apply is recorded as it happens: a guard killed halfway loses no
+	// record of what it did.
+	cs, applyErr := r.Applier.ApplyEach(ctx, objs, ApplyOptions{Force: g.Spec.Force}, func(e Entry) {
 		if e.Action == Unchanged {
-			continue
+			return
 		}
 		rec := audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(e.Action),
 			Object: audit.ObjectOf(e.Object), Source: audit.SourceOf(e.Object.Source)}
 		if e.Err != nil {
 			rec.Type, rec.Error = audit.Error, e.Err.Error()
-			if len(g.Status.Failed) < maxFailedListed {
-				g.Status.Failed = append(g.Status.Failed, e.Err.Error())
-			}
 		}
 		r.record(ctx, rec)
+	})
+	g.Status.Failed = nil
+	for _, e := range cs {
+		if e.Err != nil && len(g.Status.Failed) < maxFailedListed {
+			g.Status.Failed = append(g.Status.Failed, e.Err.Error())
+		}
 	}
 	if applyErr != nil {
 		failed := cs.Count(Failed)
@@ -535,6 +541,10 @@ func credentialsHint(g *v1alpha1.Guard, defaultNamespace string) string {
 	}
 	return "check the credentials in Secret " + secretName(*git.SecretRef, defaultNamespace) + " (" + field + ")"
 }
+
+// sourceFailure: reasons of failures to read the source, which end when the
+// source answers again.
+var sourceFailure = map[string]bool{"FetchFailed": true, "AuthFailed": true, "RenderSettingsFailed": true}
 
 // Requeue delays of a Guard that waits.
 const (

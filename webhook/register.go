@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -41,6 +42,26 @@ type Registration struct {
 	// Resources are the resources of the kinds Git manages (from the
 	// snapshots); the webhooks intercept only these. None: no rules.
 	Resources []Resource
+	// SkipUsers are identities whose requests the API server does not send
+	// (a match condition): the guard's own, whose applies and reverts write
+	// what Git says, which the webhooks would admit without a record or a
+	// stamp after two round trips each.
+	SkipUsers []string
+}
+
+// matchConditions returns the condition that leaves out SkipUsers.
+func (r Registration) matchConditions() []admissionregistrationv1.MatchCondition {
+	if len(r.SkipUsers) == 0 {
+		return nil
+	}
+	quoted := make([]string, len(r.SkipUsers))
+	for i, u := range r.SkipUsers {
+		quoted[i] = strconv.Quote(u)
+	}
+	return []admissionregistrationv1.MatchCondition{{
+		Name:       "not-driftguard-itself",
+		Expression: "!(request.userInfo.username in [" + strings.Join(quoted, ", ") + "])",
+	}}
 }
 
 // Resource is one API resource the webhooks intercept, e.g. apps deployments.
@@ -121,6 +142,7 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 			AdmissionReviewVersions: []string{"v1"},
 			NamespaceSelector:       nsSelector,
 			ObjectSelector:          objSel,
+			MatchConditions:         r.matchConditions(),
 		}
 	}
 	cud := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
@@ -153,7 +175,7 @@ func (r Registration) MutatingConfiguration() *admissionregistrationv1.MutatingW
 			Rules:         rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, ""),
 			FailurePolicy: &ignore, MatchPolicy: v.MatchPolicy, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds,
 			AdmissionReviewVersions: v.AdmissionReviewVersions, NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector,
-			ReinvocationPolicy: &never,
+			MatchConditions: v.MatchConditions, ReinvocationPolicy: &never,
 		}},
 	}
 }

@@ -70,3 +70,24 @@ func TestConfigurationRules(t *testing.T) {
 		t.Errorf("no resources must give no rules: %+v", none.Webhooks[0].Rules)
 	}
 }
+
+func TestSkipUsers(t *testing.T) {
+	reg := Registration{Name: "dg", URL: "https://127.0.0.1:9443", LabelKey: "driftguard.io/guard",
+		Resources: []Resource{{Group: "", Resource: "configmaps"}}}
+	for _, w := range reg.Configuration().Webhooks {
+		if len(w.MatchConditions) != 0 {
+			t.Fatalf("%s: match conditions without SkipUsers: %+v", w.Name, w.MatchConditions)
+		}
+	}
+	reg.SkipUsers = []string{"system:serviceaccount:driftguard-system:driftguard"}
+	want := []admissionregistrationv1.MatchCondition{{Name: "not-driftguard-itself",
+		Expression: `!(request.userInfo.username in ["system:serviceaccount:driftguard-system:driftguard"])`}}
+	for _, w := range reg.Configuration().Webhooks {
+		if !reflect.DeepEqual(w.MatchConditions, want) {
+			t.Errorf("%s: match conditions %+v, want %+v", w.Name, w.MatchConditions, want)
+		}
+	}
+	if got := reg.MutatingConfiguration().Webhooks[0].MatchConditions; !reflect.DeepEqual(got, want) {
+		t.Errorf("mutating: match conditions %+v, want %+v", got, want)
+	}
+}

@@ -127,7 +127,16 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 	d, err := v.Policy.Decide(ctx, in)
 	if err != nil {
 		v.Log.Error(err, "policy failed", "object", key.String())
-		return v.undecided(req, "policy error: "+err.Error())
+		resp := v.undecided(req, "policy error: "+err.Error())
+		// A change the failure policy decided is recorded like any other.
+		v.Audit.Log(ctx, audit.Record{PolicyInput: replayInput(in),
+			Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
+			Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: in.Resource.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+			Fields: audit.FieldsOf(changes), Action: failureAction(resp), Reason: v.failureReason(), Rule: failurePolicyRule,
+			PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(want.Source),
+			RequestUID: string(req.UID), DryRun: in.DryRun, Error: err.Error(),
+		})
+		return resp
 	}
 	policyAction := d.Action
 	d = v.enforce(guard, want, d)
@@ -194,7 +203,15 @@ func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.Admission
 	d, err := v.Policy.Decide(ctx, in)
 	if err != nil {
 		v.Log.Error(err, "policy failed", "object", key.String())
-		return v.undecided(req, "policy error: "+err.Error())
+		resp := v.undecided(req, "policy error: "+err.Error())
+		v.Audit.Log(ctx, audit.Record{
+			Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
+			Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+			Action: failureAction(resp), Reason: v.failureReason(), Rule: failurePolicyRule, Orphan: true, PolicyInput: replayInput(in),
+			PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(ns.Source),
+			RequestUID: string(req.UID), DryRun: in.DryRun, Error: err.Error(),
+		})
+		return resp
 	}
 	v.Audit.Log(ctx, audit.Record{
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
@@ -406,6 +423,25 @@ func (v *Validator) undecided(req *admissionv1.AdmissionRequest, why string) *ad
 	r := allowed()
 	r.Warnings = []string{msg + "; admitted because the failure policy is Ignore"}
 	return r
+}
+
+// failurePolicyRule is the rule of a decision the failure policy made
+// because the policy failed (an error, no decision, a timeout).
+const failurePolicyRule = "failure-policy"
+
+// failureAction is the recorded action of an undecided response.
+func failureAction(r *admissionv1.AdmissionResponse) string {
+	if r.Allowed {
+		return string(policy.Allow)
+	}
+	return string(policy.Deny)
+}
+
+func (v *Validator) failureReason() string {
+	if v.FailClosed {
+		return "the policy failed; denied because the failure policy is Fail"
+	}
+	return "the policy failed; admitted because the failure policy is Ignore"
 }
 
 func allowed() *admissionv1.AdmissionResponse {

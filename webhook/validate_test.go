@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -196,6 +197,47 @@ func BenchmarkReviewDeny(b *testing.B) {
 	for b.Loop() {
 		if v.Review(context.Background(), req).Allowed {
 			b.Fatal("admitted")
+		}
+	}
+}
+
+// TestReviewPolicyFailureRecorded: a change the failure policy decides
+// because the policy failed (here: it ran out of time) is recorded with the
+// action taken and the policy's error.
+func TestReviewPolicyFailureRecorded(t *testing.T) {
+	slow := `package driftguard
+
+decision := {"action": "allow", "reason": "slow"} if {
+	count([x | some i in numbers.range(1, 3000); some j in numbers.range(1, 3000); x := i * j; x < 0]) == 0
+}
+`
+	scaled := strings.Replace(desiredDeployment, `"replicas":3`, `"replicas":5`, 1)
+	for _, failClosed := range []bool{true, false} {
+		var buf bytes.Buffer
+		v := newValidator(t, &buf)
+		engine := policy.NewEngine(policy.Config{Timeout: 20 * time.Millisecond}, logr.Discard())
+		if err := engine.Load(map[string]string{"slow.rego": slow}); err != nil {
+			t.Fatal(err)
+		}
+		v.Policy, v.FailClosed = engine, failClosed
+		resp := v.Review(context.Background(), request(admissionv1.Update, "alice", "", scaled))
+		if resp.Allowed == failClosed {
+			t.Fatalf("failClosed=%v: allowed = %v", failClosed, resp.Allowed)
+		}
+		if err := v.Audit.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var rec audit.Record
+		if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+			t.Fatalf("failClosed=%v: no record: %v %q", failClosed, err, buf.String())
+		}
+		want := "deny"
+		if !failClosed {
+			want = "allow"
+		}
+		if rec.Type != audit.Decision || rec.Action != want || rec.Rule != "failure-policy" || !strings.Contains(rec.Error, "timed out") ||
+			len(rec.Fields) != 1 || rec.Fields[0].Path != "/spec/replicas" {
+			t.Fatalf("failClosed=%v: record %+v", failClosed, rec)
 		}
 	}
 }

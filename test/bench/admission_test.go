@@ -17,14 +17,14 @@ import (
 // registered right after it, if the guard registers one at all.
 func (e *env) saveWebhooks(ctx context.Context) error {
 	adm := e.kube.AdmissionregistrationV1()
-	vwc, err := adm.ValidatingWebhookConfigurations().Get(ctx, e.opts.WebhookConfigName, metav1.GetOptions{})
+	vwc, err := adm.ValidatingWebhookConfigurations().Get(ctx, e.webhookName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	e.vwc = vwc.DeepCopy()
 	clearServerFields(&e.vwc.ObjectMeta)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		mwc, err := adm.MutatingWebhookConfigurations().Get(ctx, e.opts.WebhookConfigName, metav1.GetOptions{})
+		mwc, err := adm.MutatingWebhookConfigurations().Get(ctx, e.webhookName, metav1.GetOptions{})
 		if err == nil {
 			e.mwc = mwc.DeepCopy()
 			clearServerFields(&e.mwc.ObjectMeta)

@@ -1,22 +1,24 @@
 // Package bench holds driftguard's performance benchmarks. They report
-// figures (b.ReportMetric and a printed table) and never assert on timings.
+// figures (a `bench:` line per figure against its target, b.ReportMetric and
+// a printed table) and never assert on timings.
 //
 // The end-to-end benchmarks start a real kube-apiserver and etcd (devenv), a
-// Git server on loopback and the guard in-process (app.Run), lazily, from
-// inside the benchmark: `go test ./...` compiles this package and runs
-// nothing. Run them with `make bench-e2e` or
+// Git server on loopback and the guard as a process of its own (`driftguard
+// run`, built from this tree), lazily, from inside the benchmark: `go test
+// ./...` compiles this package and runs nothing. `make bench` runs them all
+// (test/bench/cmd/benchrun); one of them:
 //
-//	KUBEBUILDER_ASSETS=$(tools/build.sh --print) go test -run '^$' -bench . -benchtime 1x ./test/bench/
+//	KUBEBUILDER_ASSETS=$(tools/build.sh --print) go test -run '^$' -bench 'BenchmarkSelfHeal$' -benchtime 1x ./test/bench/
 //
-// docs/benchmarks.md describes what each one measures.
+// docs/performance.md describes what each one measures.
 package bench
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,6 +42,8 @@ import (
 	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
+	"github.com/driftguard/driftguard/test/bench/report"
+	"github.com/driftguard/driftguard/test/harness"
 )
 
 // TestMain only stops the environment a benchmark left running; it starts
@@ -50,9 +54,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// env is one control plane, Git server and guard. Unlike test/harness it
-// stamps every audit record with the time it reaches the writer, so latency is
-// measured on this process's clock as records arrive.
+// quick runs the smaller version of every benchmark (make bench-quick).
+var quick = flag.Bool("quick", false, "run the smaller version of every benchmark (make bench-quick): fewer objects and edits, same figures")
+
+// figure prints f's line, where `make bench` shows it, and appends it to
+// $DRIFTGUARD_BENCH_RESULTS for the summary and bench/results.json.
+func figure(b *testing.B, f report.Figure) {
+	b.Helper()
+	f.Benchmark = b.Name()
+	fmt.Println(f.Line())
+	if path := os.Getenv("DRIFTGUARD_BENCH_RESULTS"); path != "" {
+		if err := report.AppendFigure(path, f); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// env is one control plane, Git server and guard process. Every audit record
+// the guard writes to stdout is stamped with the time it reaches this
+// process, so latency is measured on this process's clock as records arrive.
 type env struct {
 	name    string
 	dir     string
@@ -60,8 +80,15 @@ type env struct {
 	git     *gitserver.Server
 	admin   client.Client
 	kube    kubernetes.Interface // admin, typed, high QPS
-	opts    app.Options
+	guard   *harness.Process
 	audit   *stampedRecords
+
+	auditEvents bool   // the Event sink is on
+	webhookName string // of the guard's webhook configurations
+
+	// Cold start: the guard process started → a Guard of coldObjects
+	// ConfigMaps, created before it, Ready.
+	coldStart time.Duration
 
 	onStop []func() // run first by stop
 
@@ -69,9 +96,6 @@ type env struct {
 	// server-set fields, to re-create them after setAdmission deleted them.
 	vwc *admissionregistrationv1.ValidatingWebhookConfiguration
 	mwc *admissionregistrationv1.MutatingWebhookConfiguration // nil when the guard registers none
-
-	cancel context.CancelFunc
-	done   chan error
 }
 
 var (
@@ -80,13 +104,12 @@ var (
 	stopped bool
 )
 
-// guardEnv returns the process's environment, starting it on first use. It
-// is one guard for every benchmark: controller-runtime refuses a second guard
-// in one process (its controller names must be unique), so the guard is
-// started with its webhook registered and the benchmarks that need the
-// webhook off delete the configurations (setAdmission). The registrar is the
-// only thing WebhookRegister switches, so the API server cannot tell the two
-// apart.
+// guardEnv returns the process's environment, starting it on first use: a
+// control plane, a Git server and one guard process (`driftguard run`, built
+// from this tree) with its webhook registered. Benchmarks that need the
+// webhook off delete the configurations (setAdmission); the registrar is the
+// only thing --webhook-register switches, so the API server cannot tell the
+// two apart.
 func guardEnv(b *testing.B) *env {
 	b.Helper()
 	envMu.Lock()
@@ -95,13 +118,13 @@ func guardEnv(b *testing.B) *env {
 		return current
 	}
 	if stopped {
-		b.Skip("the guard of this process was stopped; run this benchmark in a process of its own")
+		b.Skip("the environment of this process was stopped; run this benchmark in a process of its own")
 	}
 	if missing := devenv.MissingBinaries("", false); len(missing) > 0 {
 		b.Skipf("control-plane binaries missing in %s: %v (run tools/build.sh, set KUBEBUILDER_ASSETS)", devenv.DefaultBinDir(), missing)
 	}
 	began := time.Now()
-	e, err := startEnv("guard", func(o *app.Options) { o.GuardUsers = append(o.GuardUsers, benchUser) })
+	e, err := startEnv("guard")
 	if err != nil {
 		b.Fatalf("start environment: %v", err)
 	}
@@ -110,8 +133,11 @@ func guardEnv(b *testing.B) *env {
 	return e
 }
 
-// benchUser is an identity the default policy allows (added to GuardUsers).
+// benchUser is an identity the default policy allows (--guard-users).
 const benchUser = "bench-user"
+
+// coldObjects is the size of the Guard the guard finds when it starts.
+const coldObjects = 100
 
 func stopCurrent() {
 	envMu.Lock()
@@ -123,44 +149,37 @@ func stopCurrent() {
 	}
 }
 
-func startEnv(name string, tweak func(*app.Options)) (*env, error) {
+func startEnv(name string) (*env, error) {
 	dir, err := os.MkdirTemp("", "driftguard-bench-"+name+"-")
 	if err != nil {
 		return nil, err
 	}
-	e := &env{name: name, dir: dir, audit: newStampedRecords()}
-	if err := e.start(tweak); err != nil {
+	e := &env{name: name, dir: dir, audit: newStampedRecords(), auditEvents: true, webhookName: "driftguard-bench-" + name}
+	if err := e.start(); err != nil {
 		e.stop()
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *env) start(tweak func(*app.Options)) error {
+func (e *env) start() error {
 	crds := filepath.Join(e.dir, "crds")
-	sub, err := fs.Sub(config.CRDs, "crd")
-	if err != nil {
+	if err := config.WriteCRDs(crds); err != nil {
 		return err
 	}
-	if err := os.CopyFS(crds, sub); err != nil {
-		return fmt.Errorf("write CRDs: %w", err)
-	}
-	logFile, err := os.Create(filepath.Join(e.dir, "guard.log"))
+	logFile, err := os.Create(filepath.Join(e.dir, "bench.log"))
 	if err != nil {
 		return err
 	}
 	log := zap.New(zap.WriteTo(logFile))
-	// client-go and controller-runtime log through it too, into guard.log.
 	ctrllog.SetLogger(log)
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	if e.cluster, err = devenv.Start(ctx, devenv.Options{CRDDirs: []string{crds}, Dir: filepath.Join(e.dir, "cluster"), Log: log}); err != nil {
+	if e.cluster, err = devenv.Start(context.Background(), devenv.Options{CRDDirs: []string{crds}, Dir: filepath.Join(e.dir, "cluster"), Log: log}); err != nil {
 		return err
 	}
 	if e.git, err = gitserver.Start(filepath.Join(e.dir, "git")); err != nil {
 		return err
 	}
-	_, guardCfg, err := e.cluster.AddUser("driftguard", []string{"system:masters"})
+	guardKC, _, err := e.cluster.AddUser("driftguard", []string{"system:masters"})
 	if err != nil {
 		return err
 	}
@@ -171,60 +190,60 @@ func (e *env) start(tweak func(*app.Options)) error {
 	if e.kube, err = kubernetes.NewForConfig(adminCfg); err != nil {
 		return err
 	}
-	o := app.DefaultOptions()
-	o.WebhookAddr, o.MetricsAddr, o.HealthAddr = "127.0.0.1:0", "0", "0"
-	o.GitCacheDir = filepath.Join(e.dir, "gitcache")
-	o.WebhookConfigName = "driftguard-bench-" + e.name
-	o.SelfProtect = false // setAdmission deletes the configurations to measure without them
 	// DRIFTGUARD_BENCH_AUDIT_EVENTS=false measures without the Event sink.
 	if v := os.Getenv("DRIFTGUARD_BENCH_AUDIT_EVENTS"); v != "" {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
+		if e.auditEvents, err = strconv.ParseBool(v); err != nil {
 			return fmt.Errorf("DRIFTGUARD_BENCH_AUDIT_EVENTS: %w", err)
 		}
-		o.AuditEvents = on
 	}
-	if tweak != nil {
-		tweak(&o)
-	}
-	e.opts = o
-	e.done = make(chan error, 1)
-	go func() { e.done <- app.Run(ctx, guardCfg, o, log, e.audit) }()
-	if !o.WebhookRegister {
-		return nil
-	}
-	if err := e.waitWebhook(ctx); err != nil {
+	// The Guard the guard finds when it starts (cold start).
+	coldRev, err := e.createConfigMapGuard("bench-cold", "bench-cold", coldObjects, true)
+	if err != nil {
 		return err
 	}
-	return e.saveWebhooks(ctx)
+	if e.guard, err = harness.StartProcess(harness.ProcessOptions{
+		Kubeconfig: guardKC, Dir: filepath.Join(e.dir, "guard"), WebhookConfigName: e.webhookName, Stdout: e.audit,
+		// Without self-protection: setAdmission deletes the configurations to measure without them.
+		Args: []string{"--guard-users", benchUser, "--audit-events=" + strconv.FormatBool(e.auditEvents), "--self-protect=false"},
+	}); err != nil {
+		return err
+	}
+	if err := e.waitGuard(context.Background(), "bench-cold", coldRev, coldObjects, 2*time.Minute, 10*time.Millisecond); err != nil {
+		return err
+	}
+	e.coldStart = time.Since(e.guard.Started)
+	if err := e.waitWebhook(context.Background()); err != nil {
+		return err
+	}
+	return e.saveWebhooks(context.Background())
+}
+
+// alive returns an error when the guard process has exited.
+func (e *env) alive() error {
+	if done, err := e.guard.Exited(); done {
+		return err
+	}
+	return nil
 }
 
 func (e *env) waitWebhook(ctx context.Context) error {
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		select {
-		case err := <-e.done:
-			return fmt.Errorf("guard stopped before registering its webhook: %v", err)
-		default:
+		if err := e.alive(); err != nil {
+			return err
 		}
-		if _, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, e.opts.WebhookConfigName, metav1.GetOptions{}); err == nil {
+		if _, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, e.webhookName, metav1.GetOptions{}); err == nil {
 			return nil
 		}
 	}
-	return fmt.Errorf("webhook configuration %s not registered within 60s", e.opts.WebhookConfigName)
+	return fmt.Errorf("webhook configuration %s not registered within 60s", e.webhookName)
 }
 
 func (e *env) stop() {
 	for _, f := range e.onStop {
 		f()
 	}
-	if e.cancel != nil {
-		e.cancel()
-	}
-	if e.done != nil {
-		select {
-		case <-e.done:
-		case <-time.After(20 * time.Second):
-		}
+	if e.guard != nil {
+		_ = e.guard.Stop()
 	}
 	if e.git != nil {
 		_ = e.git.Close()
@@ -267,46 +286,65 @@ func (e *env) userClient(b *testing.B, user string, groups []string) kubernetes.
 // the Guard is Ready with managedObjects == n.
 func (e *env) configMapGuard(b *testing.B, name, ns string, n int, selfHeal bool) {
 	b.Helper()
-	ctx := context.Background()
-	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	repo, err := e.git.NewRepo(name)
+	began := time.Now()
+	rev, err := e.createConfigMapGuard(name, ns, n, selfHeal)
 	if err != nil {
 		b.Fatal(err)
 	}
+	if err := e.waitGuard(context.Background(), name, rev, n, 3*time.Minute, 200*time.Millisecond); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("guard %s: %d ConfigMaps applied and Ready in %s", name, n, time.Since(began).Round(time.Millisecond))
+}
+
+func (e *env) createConfigMapGuard(name, ns string, n int, selfHeal bool) (string, error) {
+	ctx := context.Background()
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	repo, err := e.git.NewRepo(name)
+	if err != nil {
+		return "", err
+	}
 	for i := range n {
-		doc := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  value: %s\n", cmName(i), ns, gitValue)
-		if err := repo.WriteFile(filepath.Join("configmaps", cmName(i)+".yaml"), doc); err != nil {
-			b.Fatal(err)
+		if err := repo.WriteFile(filepath.Join("configmaps", cmName(i)+".yaml"), cmDoc(cmName(i), ns, gitValue)); err != nil {
+			return "", err
 		}
 	}
 	rev, err := repo.CommitAndPush(fmt.Sprintf("%d ConfigMaps", n))
 	if err != nil {
-		b.Fatal(err)
+		return "", err
 	}
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       v1alpha1.GuardSpec{URL: e.git.URL(name), Ref: "main", Interval: metav1.Duration{Duration: time.Hour}, SelfHeal: &selfHeal},
 	}
-	if err := e.admin.Create(ctx, g); err != nil {
-		b.Fatal(err)
-	}
-	began := time.Now()
-	deadline := began.Add(3 * time.Minute)
+	return rev, e.admin.Create(ctx, g)
+}
+
+func cmDoc(name, ns, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  value: %s\n", name, ns, value)
+}
+
+// waitGuard polls Guard name every poll until it is Ready with rev applied
+// and n objects.
+func (e *env) waitGuard(ctx context.Context, name, rev string, n int, timeout, poll time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for {
 		var got v1alpha1.Guard
 		err := e.admin.Get(ctx, client.ObjectKey{Name: name}, &got)
 		if err == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) &&
 			got.Status.LastAppliedRevision == rev && got.Status.ManagedObjects == n {
-			break
+			return nil
+		}
+		if err := e.alive(); err != nil {
+			return err
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("guard %s not Ready with %d objects within 3m: %v %+v", name, n, err, got.Status)
+			return fmt.Errorf("guard %s not Ready with %d objects of %s within %s: %v %+v", name, n, rev, timeout, err, got.Status)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(poll)
 	}
-	b.Logf("guard %s: %d ConfigMaps applied and Ready in %s", name, n, time.Since(began).Round(time.Millisecond))
 }
 
 const gitValue = "git"

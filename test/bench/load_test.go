@@ -375,13 +375,3 @@ func loadAvg() string {
 	}
 	return f[0]
 }
-
-// heapInuse forces a garbage collection and returns HeapInuse in MiB. The
-// guard runs in this process, so this is the guard plus the benchmark's own
-// load generator, informer and record buffers.
-func heapInuse() float64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return float64(m.HeapInuse) / (1 << 20)
-}

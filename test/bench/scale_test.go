@@ -6,17 +6,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,36 +29,72 @@ import (
 	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
+	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/test/bench/report"
+	"github.com/driftguard/driftguard/test/harness"
 )
 
-// The scale fixture: 10 namespaces of 399 ConfigMaps, 200 Secrets, 200
-// Services and 200 Deployments each, plus the 10 Namespace objects: 10,000
-// managed objects, 25 documents per file (401 files).
+// scaleSize is one Guard of the scale benchmark: namespaces, each with
+// configMaps ConfigMaps and others Secrets, Services and Deployments, plus
+// the Namespace objects, 25 documents a file.
+type scaleSize struct {
+	prefix     string
+	namespaces int
+	configMaps int
+	others     int
+}
+
+func (s scaleSize) objects() int { return s.namespaces * (1 + s.configMaps + 3*s.others) }
+
+func (s scaleSize) ns(n int) string { return fmt.Sprintf("%s-%02d", s.prefix, n) }
+
+// scaleSizes are the Guards of BenchmarkScale, each ten times the one
+// before: 100, 1,000 and 10,000 objects (10, 100 and 1,000 with -quick).
+func scaleSizes() []scaleSize {
+	sizes := []scaleSize{
+		{"s100", 1, 39, 20},
+		{"s1000", 1, 399, 200},
+		{"s10000", 10, 399, 200},
+	}
+	if *quick {
+		sizes = []scaleSize{{"s10", 1, 3, 2}, sizes[0], sizes[1]}
+	}
+	return sizes
+}
+
 const (
-	scaleNamespaces  = 10
-	scaleConfigMaps  = 399 // per namespace; 399·10 + 10 Namespaces = 4,000
-	scaleOthers      = 200 // Secrets, Services and Deployments per namespace
 	scaleDocsPerFile = 25
-	scaleObjects     = scaleNamespaces * (1 + scaleConfigMaps + 3*scaleOthers)
-	scaleGuard       = "scale"
 	scaleReadyWithin = 10 * time.Minute
-	clockTicks       = 100 // sysconf(_SC_CLK_TCK) on Linux
 )
 
-// scaleMemoryLimit is the guard's --memory-limit in BenchmarkScale10k, as the
+// scaleMemoryLimit is the guard's --memory-limit in BenchmarkScale, as the
 // chart derives it from a container's memory limit (empty: none).
-var scaleMemoryLimit = flag.String("scale-memory-limit", "", "--memory-limit of the guard in BenchmarkScale10k (e.g. 128Mi)")
+var scaleMemoryLimit = flag.String("scale-memory-limit", "", "--memory-limit of the guard in BenchmarkScale (e.g. 128Mi)")
 
-// BenchmarkScale10k runs the guard as a process of its own (the built
-// binary) against a real control plane, with one Guard of 10,000 objects, and
-// reports the time to apply them, the guard's resident memory and the CPU
-// time of an idle interval that holds one no-op full reconcile.
+// scaleRun is what one size measured.
+type scaleRun struct {
+	size        scaleSize
+	files       int
+	apply       time.Duration // Guard created → Ready with every object
+	heapStart   float64       // MiB after GC, before the Guard
+	heapApplied float64       // MiB after GC, after the apply
+	rssStart    float64
+	rssApplied  float64
+	hwmApplied  float64
+}
+
+// BenchmarkScale runs the guard as a process of its own against its own
+// control plane, with one Guard of 100, then 1,000, then 10,000 objects (a
+// fresh guard process for each): the time to apply them and the guard's
+// memory, and how both grow per tenfold; for the largest, its resident
+// memory and the CPU time and API calls of an idle interval that holds one
+// no-op full reconcile.
 //
 // It starts its own control plane and runs only when -bench names it
-// (e.g. -bench Scale10k), so `-bench .` (make bench-e2e) does not run it.
-func BenchmarkScale10k(b *testing.B) {
+// (-bench Scale).
+func BenchmarkScale(b *testing.B) {
 	if f := flag.Lookup("test.bench"); f == nil || !strings.Contains(f.Value.String(), "Scale") {
-		b.Skip("runs only when -bench names it (-bench Scale10k)")
+		b.Skip("runs only when -bench names it (-bench Scale)")
 	}
 	if missing := devenv.MissingBinaries("", false); len(missing) > 0 {
 		b.Skipf("control-plane binaries missing in %s: %v (run tools/build.sh, set KUBEBUILDER_ASSETS)", devenv.DefaultBinDir(), missing)
@@ -83,11 +115,7 @@ func BenchmarkScale10k(b *testing.B) {
 
 	// Control plane (etcd + kube-apiserver) and Git server.
 	crds := filepath.Join(dir, "crds")
-	sub, err := fs.Sub(config.CRDs, "crd")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.CopyFS(crds, sub); err != nil {
+	if err := config.WriteCRDs(crds); err != nil {
 		b.Fatal(err)
 	}
 	logFile, err := os.Create(filepath.Join(dir, "bench.log"))
@@ -98,7 +126,7 @@ func BenchmarkScale10k(b *testing.B) {
 	log := zap.New(zap.WriteTo(logFile))
 	envMu.Lock()
 	if current == nil {
-		ctrllog.SetLogger(log) // else the in-process guard's logger stays
+		ctrllog.SetLogger(log)
 	}
 	envMu.Unlock()
 	began := time.Now()
@@ -136,243 +164,269 @@ func BenchmarkScale10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	guardKC, _, err := cluster.AddUser("driftguard", []string{"system:masters"})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Logf("control plane and Git server up in %s", time.Since(began).Round(time.Millisecond))
-
 	// envtest serves Services from 10.0.0.0/24 (254 addresses); add a range
 	// for 2,000 ClusterIPs.
 	if err := addServiceCIDR(ctx, kube, "bench-scale", "10.1.0.0/20"); err != nil {
 		b.Fatal(err)
 	}
 
-	rev, files, err := commitScaleRepo(git)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("committed %d objects in %d files (%s)", scaleObjects, files, rev[:7])
-
-	// Build and start the guard as its own process.
-	bin := filepath.Join(dir, "driftguard")
-	// As the Makefile and the image build it: static, no cgo.
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/driftguard")
-	build.Dir = "../.."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	guardKC, _, err := cluster.AddUser("driftguard", []string{"system:masters"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	guardLog, err := os.Create(filepath.Join(dir, "guard.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer guardLog.Close()
-	pprofAddr, err := loopbackAddr()
-	if err != nil {
-		b.Fatal(err)
-	}
-	args := []string{"run", "--kubeconfig", guardKC,
-		"--webhook-addr", "127.0.0.1:0", "--metrics-addr", "0", "--health-addr", "0", "--pprof-addr", pprofAddr,
-		"--audit-events=false", "--audit-stdout=false",
-		"--git-cache-dir", filepath.Join(dir, "gitcache"), "--default-interval", "30s"}
-	if *scaleMemoryLimit != "" {
-		args = append(args, "--memory-limit", *scaleMemoryLimit)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = guardLog, guardLog
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-		}
-	}()
-	pid := cmd.Process.Pid
-	alive := func() {
-		select {
-		case err := <-exited:
-			b.Fatalf("guard exited: %v (log in %s; set DRIFTGUARD_KEEP_BENCH=1 to keep it)", err, guardLog.Name())
-		default:
-		}
-	}
-	// Up when its webhook configuration is registered; RSS before any Guard.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		alive()
-		if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "driftguard", metav1.GetOptions{}); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("guard did not register its webhook within 60s (log in %s)", guardLog.Name())
-		}
-	}
-	startRSS, _ := procMem(pid)
-
-	// The Guard; wait until all 10,000 objects are applied and it is Ready.
-	g := &v1alpha1.Guard{
-		ObjectMeta: metav1.ObjectMeta{Name: scaleGuard},
-		Spec: v1alpha1.GuardSpec{
-			URL:      "http://" + front.Addr().String() + "/" + scaleGuard + ".git",
-			Ref:      "main",
-			Prune:    true,
-			Interval: metav1.Duration{Duration: 30 * time.Second},
-		},
-	}
+	sizes := scaleSizes()
+	var runs []scaleRun
 	b.ResetTimer()
-	created := time.Now()
-	if err := admin.Create(ctx, g); err != nil {
+	for i, sz := range sizes {
+		last := i == len(sizes)-1
+		rev, files, err := commitScaleRepo(git, sz.prefix, sz)
+		if err != nil {
+			b.Fatal(err)
+		}
+		args := []string{"--audit-events=false", "--audit-stdout=false", "--default-interval", "30s"}
+		if *scaleMemoryLimit != "" {
+			args = append(args, "--memory-limit", *scaleMemoryLimit)
+		}
+		guard, err := harness.StartProcess(harness.ProcessOptions{Kubeconfig: guardKC, Dir: filepath.Join(dir, sz.prefix), Args: args})
+		if err != nil {
+			b.Fatal(err)
+		}
+		alive := func() {
+			if done, err := guard.Exited(); done {
+				b.Fatalf("%v (set DRIFTGUARD_KEEP_BENCH=1 to keep the log)", err)
+			}
+		}
+		// Up when it answers /readyz and its webhook configuration exists.
+		if err := guard.WaitHealthy(60 * time.Second); err != nil {
+			b.Fatal(err)
+		}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			alive()
+			if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "driftguard", metav1.GetOptions{}); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("guard did not register its webhook within 60s (log %s)", guard.LogPath)
+			}
+		}
+		run := scaleRun{size: sz, files: files}
+		run.rssStart, _ = guard.Mem()
+		if run.heapStart, err = guard.HeapAfterGC(); err != nil {
+			b.Fatal(err)
+		}
+		g := &v1alpha1.Guard{
+			ObjectMeta: metav1.ObjectMeta{Name: sz.prefix},
+			Spec: v1alpha1.GuardSpec{
+				URL:      "http://" + front.Addr().String() + "/" + sz.prefix + ".git",
+				Ref:      "main",
+				Prune:    true,
+				Interval: metav1.Duration{Duration: 30 * time.Second},
+			},
+		}
+		created := time.Now()
+		if err := admin.Create(ctx, g); err != nil {
+			b.Fatal(err)
+		}
+		var got v1alpha1.Guard
+		for deadline := created.Add(scaleReadyWithin); ; time.Sleep(100 * time.Millisecond) {
+			alive()
+			err := admin.Get(ctx, client.ObjectKey{Name: sz.prefix}, &got)
+			if err == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) &&
+				got.Status.LastAppliedRevision == rev && got.Status.ManagedObjects == sz.objects() {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("guard not Ready with %d objects within %s: %v %+v", sz.objects(), scaleReadyWithin, err, got.Status)
+			}
+		}
+		run.apply = time.Since(created)
+		run.rssApplied, run.hwmApplied = guard.Mem()
+		if run.heapApplied, err = guard.HeapAfterGC(); err != nil {
+			b.Fatal(err)
+		}
+		runs = append(runs, run)
+		b.Logf("%d objects applied and Ready in %s; RSS %.1f MiB, heap after GC %.1f MiB (%.1f before the Guard)",
+			sz.objects(), run.apply.Round(time.Millisecond), run.rssApplied, run.heapApplied, run.heapStart)
+		if last {
+			idleInterval(b, ctx, guard, admin, kube, &gitRequests, run, dir)
+		} else {
+			removeScaleGuard(b, ctx, admin, kube, sz)
+		}
+		if err := guard.Stop(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportGrowth(b, runs)
+	b.ReportMetric(0, "ns/op")
+}
+
+// reportGrowth prints the table of sizes and the growth figures: per
+// tenfold, the ratio of apply times and of the heap the Guard added.
+func reportGrowth(b *testing.B, runs []scaleRun) {
+	var rows [][]string
+	for _, r := range runs {
+		rows = append(rows, []string{fmt.Sprint(r.size.objects()), fmt.Sprint(r.files), fmt.Sprintf("%.2f", r.apply.Seconds()),
+			fmt.Sprintf("%.1f", r.rssStart), fmt.Sprintf("%.1f", r.rssApplied), fmt.Sprintf("%.1f", r.heapStart), fmt.Sprintf("%.1f", r.heapApplied),
+			fmt.Sprintf("%.1f", r.heapApplied-r.heapStart)})
+		b.ReportMetric(r.apply.Seconds(), fmt.Sprintf("apply-%d-s", r.size.objects()))
+		b.ReportMetric(r.rssApplied, fmt.Sprintf("rss-%d-MiB", r.size.objects()))
+	}
+	printTable("BenchmarkScale: one Guard per size, a fresh guard process each (audit sinks off)",
+		[]string{"objects", "files", "created → Ready (s)", "RSS start (MiB)", "RSS applied (MiB)", "heap start (MiB)", "heap applied (MiB)", "heap added (MiB)"}, rows)
+	for i := 1; i < len(runs); i++ {
+		a, z := runs[i-1], runs[i]
+		step := fmt.Sprintf("%d_to_%d", a.size.objects(), z.size.objects())
+		note := fmt.Sprintf("%d → %d objects: %.2f s → %.2f s, heap added %.1f → %.1f MiB", a.size.objects(), z.size.objects(),
+			a.apply.Seconds(), z.apply.Seconds(), a.heapApplied-a.heapStart, z.heapApplied-z.heapStart)
+		figure(b, withNote(report.NewFigure("reconcile_time_growth_"+step, z.apply.Seconds()/a.apply.Seconds(), "x", report.AtMost, 10), note))
+		figure(b, withNote(report.NewFigure("memory_growth_"+step, ratio(z.heapApplied-z.heapStart, a.heapApplied-a.heapStart), "x", report.AtMost, 10), note))
+	}
+}
+
+// ratio is a/b, or NaN when b is not positive (nothing to compare with).
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return nanOr(0, 0)
+	}
+	return a / b
+}
+
+// removeScaleGuard deletes a size's Guard and its objects, so the next size
+// starts from a cluster without them. Namespaces stay (Terminating: no
+// controller-manager runs to empty them), empty.
+func removeScaleGuard(b *testing.B, ctx context.Context, admin client.Client, kube kubernetes.Interface, sz scaleSize) {
+	b.Helper()
+	if err := admin.Delete(ctx, &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: sz.prefix}}); err != nil {
 		b.Fatal(err)
 	}
-	var got v1alpha1.Guard
-	for deadline := created.Add(scaleReadyWithin); ; time.Sleep(500 * time.Millisecond) {
-		alive()
-		err := admin.Get(ctx, client.ObjectKey{Name: scaleGuard}, &got)
-		if err == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) &&
-			got.Status.LastAppliedRevision == rev && got.Status.ManagedObjects == scaleObjects {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("guard not Ready with %d objects within %s: %v %+v", scaleObjects, scaleReadyWithin, err, got.Status)
+	sel := metav1.ListOptions{LabelSelector: reconcile.GuardLabel + "=" + sz.prefix}
+	for n := range sz.namespaces {
+		ns := sz.ns(n)
+		for _, del := range []func() error{
+			func() error { return kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel) },
+			func() error { return kube.CoreV1().Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel) },
+			func() error { return kube.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel) },
+			func() error {
+				svcs, err := kube.CoreV1().Services(ns).List(ctx, sel)
+				if err != nil {
+					return err
+				}
+				for _, s := range svcs.Items {
+					if err := kube.CoreV1().Services(ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			func() error { return kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) },
+		} {
+			if err := del(); err != nil {
+				b.Fatalf("remove %s: %v", ns, err)
+			}
 		}
 	}
-	applyAll := time.Since(created)
-	b.StopTimer()
-	rssApplied, hwmApplied := procMem(pid)
-	b.Logf("10,000 objects applied and Ready in %s; RSS %.1f MiB", applyAll.Round(time.Millisecond), rssApplied)
+}
 
+// idleInterval measures, for the largest size, the guard's memory and an
+// idle interval holding one no-op full reconcile, and reports them.
+func idleInterval(b *testing.B, ctx context.Context, guard *harness.Process, admin client.Client, kube kubernetes.Interface, gitRequests *atomic.Int64, run scaleRun, dir string) {
+	b.Helper()
+	alive := func() {
+		if done, err := guard.Exited(); done {
+			b.Fatal(err)
+		}
+	}
+	n := run.size.objects()
 	// The idle interval: from a few seconds after Ready until the next full
 	// reconcile (seen as a fetch at the Git front) has finished, i.e. until
 	// the guard's CPU time stands still for 3 s.
 	time.Sleep(3 * time.Second)
 	alive()
-	t0, cpu0, git0 := time.Now(), procCPU(pid), gitRequests.Load()
+	t0, cpu0, git0 := time.Now(), guard.CPUSeconds(), gitRequests.Load()
 	api0, err := apiRequests(ctx, kube)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var tFetch time.Time
-	var cpuFetch int64
+	var cpuFetch float64
 	for deadline := t0.Add(90 * time.Second); tFetch.IsZero(); time.Sleep(50 * time.Millisecond) {
 		alive()
 		if gitRequests.Load() > git0 {
-			tFetch, cpuFetch = time.Now(), procCPU(pid)
+			tFetch, cpuFetch = time.Now(), guard.CPUSeconds()
 		} else if time.Now().After(deadline) {
 			b.Fatalf("no full reconcile (Git fetch) within 90 s of Ready (30 s interval)")
 		}
 	}
-	still, last := 0, procCPU(pid)
+	still, last := 0, guard.CPUSeconds()
 	for deadline := tFetch.Add(3 * time.Minute); still < 3; {
 		alive()
 		if time.Now().After(deadline) {
 			b.Fatalf("the guard's CPU time did not stand still within 3 min of the fetch")
 		}
 		time.Sleep(time.Second)
-		c := procCPU(pid)
-		if c-last <= 1 { // at most 10 ms in that second
+		c := guard.CPUSeconds()
+		if c-last <= 0.01 { // at most 10 ms in that second
 			still++
 		} else {
 			still = 0
 		}
 		last = c
 	}
-	t1, cpu1 := time.Now(), procCPU(pid)
+	t1, cpu1, git1 := time.Now(), guard.CPUSeconds(), gitRequests.Load()
 	api1, err := apiRequests(ctx, kube)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rssIdle, hwm := procMem(pid)
-	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		for _, line := range strings.Split(string(status), "\n") {
-			if strings.HasPrefix(line, "RssAnon:") || strings.HasPrefix(line, "RssFile:") {
-				b.Logf("idle %s", strings.Join(strings.Fields(line), " "))
-			}
-		}
-	}
+	rssIdle, hwm := guard.Mem()
 	if os.Getenv("DRIFTGUARD_KEEP_BENCH") != "" {
-		if err := saveHeapProfile(pprofAddr, filepath.Join(dir, "heap.pprof")); err != nil {
+		if err := guard.SaveHeapProfile(filepath.Join(dir, "heap.pprof")); err != nil {
 			b.Logf("heap profile: %v", err)
 		}
-		if err := saveURL("http://"+pprofAddr+"/debug/pprof/heap?debug=1", filepath.Join(dir, "memstats.txt")); err != nil {
-			b.Logf("memstats: %v", err)
-		}
 	}
-	if err := admin.Get(ctx, client.ObjectKey{Name: scaleGuard}, &got); err != nil {
+	var got v1alpha1.Guard
+	if err := admin.Get(ctx, client.ObjectKey{Name: run.size.prefix}, &got); err != nil {
 		b.Fatal(err)
 	}
-
-	cpuWindow := float64(cpu1-cpu0) / clockTicks
-	idleRate := float64(cpuFetch-cpu0) / clockTicks / tFetch.Sub(t0).Seconds()
-	cpuReconcile := float64(cpu1-cpuFetch) / clockTicks
+	cpuWindow := cpu1 - cpu0
+	idleRate := (cpuFetch - cpu0) / tFetch.Sub(t0).Seconds()
+	cpuReconcile := cpu1 - cpuFetch
 	managedCalls, otherCalls := apiDelta(api0, api1)
 	for k, v := range api1 {
 		if d := v - api0[k]; d > 0 {
 			b.Logf("API requests during the idle interval: %s %.0f", k, d)
 		}
 	}
-	printTable(fmt.Sprintf("BenchmarkScale10k: guard as its own process, one Guard of %d objects (%d Namespaces, %d ConfigMaps, %d Secrets, %d Services, %d Deployments in %d files), interval 30s, audit sinks off",
-		scaleObjects, scaleNamespaces, scaleNamespaces*scaleConfigMaps, scaleNamespaces*scaleOthers, scaleNamespaces*scaleOthers, scaleNamespaces*scaleOthers, files),
+	sz := run.size
+	printTable(fmt.Sprintf("BenchmarkScale: guard as its own process, one Guard of %d objects (%d Namespaces, %d ConfigMaps, %d Secrets, %d Services, %d Deployments in %d files), interval 30s, audit sinks off",
+		n, sz.namespaces, sz.namespaces*sz.configMaps, sz.namespaces*sz.others, sz.namespaces*sz.others, sz.namespaces*sz.others, run.files),
 		[]string{"figure", "value", "target"}, [][]string{
-			{"Guard created → Ready with 10,000 objects (s)", fmt.Sprintf("%.1f", applyAll.Seconds()), ""},
-			{"RSS at start-up, before the Guard (MiB)", fmt.Sprintf("%.1f", startRSS), ""},
-			{"RSS after apply (MiB)", fmt.Sprintf("%.1f", rssApplied), "≤ 150"},
+			{fmt.Sprintf("Guard created → Ready with %d objects (s)", n), fmt.Sprintf("%.1f", run.apply.Seconds()), ""},
+			{"RSS at start-up, before the Guard (MiB)", fmt.Sprintf("%.1f", run.rssStart), ""},
+			{"RSS after apply (MiB)", fmt.Sprintf("%.1f", run.rssApplied), "≤ 150"},
 			{"RSS after the idle reconcile (MiB)", fmt.Sprintf("%.1f", rssIdle), "≤ 150"},
-			{"peak RSS, VmHWM (MiB)", fmt.Sprintf("%.1f (%.1f at Ready)", hwm, hwmApplied), ""},
+			{"peak RSS, VmHWM (MiB)", fmt.Sprintf("%.1f (%.1f at Ready)", hwm, run.hwmApplied), ""},
+			{"heap in use after GC: start / applied (MiB)", fmt.Sprintf("%.1f / %.1f", run.heapStart, run.heapApplied), ""},
 			{"idle interval (s): Ready+3s → next fetch → CPU still for 3s", fmt.Sprintf("%.1f (fetch after %.1f)", t1.Sub(t0).Seconds(), tFetch.Sub(t0).Seconds()), ""},
 			{"CPU during the idle interval (s)", fmt.Sprintf("%.2f", cpuWindow), ""},
 			{"  of which from the fetch on: no-op full reconcile (s)", fmt.Sprintf("%.2f", cpuReconcile), "< 1"},
 			{"  idle before the fetch (CPU s per s)", fmt.Sprintf("%.4f", idleRate), ""},
-			{"Git requests in the interval", fmt.Sprint(gitRequests.Load() - git0), ""},
+			{"Git requests in the interval", fmt.Sprint(git1 - git0), ""},
 			{"API requests on managed kinds, non-watch (all clients)", fmt.Sprint(managedCalls), "0"},
 			{"other API requests, non-watch (all clients, incl. the API server's own)", fmt.Sprint(otherCalls), ""},
 			{"Guard status after", fmt.Sprintf("managed %d, drifted %d", got.Status.ManagedObjects, got.Status.DriftedObjects), ""},
 		})
-	b.ReportMetric(applyAll.Seconds(), "apply-all-s")
-	b.ReportMetric(rssApplied, "rss-applied-MiB")
-	b.ReportMetric(rssIdle, "rss-idle-MiB")
-	b.ReportMetric(hwm, "rss-peak-MiB")
-	b.ReportMetric(cpuWindow, "idle-interval-cpu-s")
+	b.ReportMetric(max(run.rssApplied, rssIdle), "rss-MiB")
 	b.ReportMetric(cpuReconcile, "noop-reconcile-cpu-s")
 	b.ReportMetric(float64(managedCalls), "idle-managed-api-calls")
-	b.ReportMetric(0, "ns/op")
-}
-
-// loopbackAddr returns a free 127.0.0.1 address.
-func loopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	note := fmt.Sprintf("%d objects", n)
+	if *scaleMemoryLimit != "" {
+		note += ", --memory-limit " + *scaleMemoryLimit
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// saveHeapProfile writes the guard's heap profile (after a GC) to path, for
-// `go tool pprof`.
-func saveHeapProfile(addr, path string) error {
-	return saveURL("http://"+addr+"/debug/pprof/heap?gc=1", path)
-}
-
-// saveURL writes what a GET of url returns to path (the runtime's memory
-// statistics are at the end of /debug/pprof/heap?debug=1).
-func saveURL(url, path string) error {
-	resp, err := http.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
+	figure(b, withNote(report.NewFigure(fmt.Sprintf("guard_rss_%d_objects", n), max(run.rssApplied, rssIdle), "MiB", report.AtMost, 150), note+", the larger of after apply and after the idle reconcile"))
+	figure(b, withNote(report.NewFigure(fmt.Sprintf("noop_reconcile_%d_cpu", n), cpuReconcile, "s", report.Below, 1), note))
+	figure(b, withNote(report.NewFigure(fmt.Sprintf("noop_reconcile_%d_api_calls", n), float64(managedCalls), "calls", report.AtMost, 0), note+", non-watch requests on the managed kinds, all clients"))
 }
 
 // addServiceCIDR adds a ServiceCIDR and waits (at most 30 s) until it is
@@ -397,10 +451,10 @@ func addServiceCIDR(ctx context.Context, kube kubernetes.Interface, name, cidr s
 	return fmt.Errorf("ServiceCIDR %s not Ready within 30s", cidr)
 }
 
-// commitScaleRepo writes the 10,000 objects into repository scaleGuard and
+// commitScaleRepo writes the objects of size sz into repository name and
 // pushes them; it returns the commit and the number of files.
-func commitScaleRepo(git *gitserver.Server) (rev string, files int, err error) {
-	repo, err := git.NewRepo(scaleGuard)
+func commitScaleRepo(git *gitserver.Server, name string, sz scaleSize) (rev string, files int, err error) {
+	repo, err := git.NewRepo(name)
 	if err != nil {
 		return "", 0, err
 	}
@@ -409,8 +463,8 @@ func commitScaleRepo(git *gitserver.Server) (rev string, files int, err error) {
 		return repo.WriteFile(path, strings.Join(docs, "---\n"))
 	}
 	var nss []string
-	for n := range scaleNamespaces {
-		nss = append(nss, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", scaleNS(n)))
+	for n := range sz.namespaces {
+		nss = append(nss, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", sz.ns(n)))
 	}
 	if err := write("namespaces.yaml", nss); err != nil {
 		return "", 0, err
@@ -420,21 +474,21 @@ func commitScaleRepo(git *gitserver.Server) (rev string, files int, err error) {
 		count int
 		doc   func(ns string, i int) string
 	}{
-		{"configmaps", scaleConfigMaps, func(ns string, i int) string {
+		{"configmaps", sz.configMaps, func(ns string, i int) string {
 			return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%04d\n  namespace: %s\ndata:\n  mode: production\n  index: \"%d\"\n  greeting: hello from Git\n", i, ns, i)
 		}},
-		{"secrets", scaleOthers, func(ns string, i int) string {
+		{"secrets", sz.others, func(ns string, i int) string {
 			return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: secret-%04d\n  namespace: %s\ntype: Opaque\nstringData:\n  username: app-%d\n  password: s3cr3t-%d\n", i, ns, i, i)
 		}},
-		{"services", scaleOthers, func(ns string, i int) string {
+		{"services", sz.others, func(ns string, i int) string {
 			return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata:\n  name: svc-%04d\n  namespace: %s\nspec:\n  type: ClusterIP\n  selector:\n    app: app-%04d\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n    protocol: TCP\n", i, ns, i)
 		}},
-		{"deployments", scaleOthers, func(ns string, i int) string {
+		{"deployments", sz.others, func(ns string, i int) string {
 			return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-%04d\n  namespace: %s\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: app-%04d\n  template:\n    metadata:\n      labels:\n        app: app-%04d\n    spec:\n      containers:\n      - name: app\n        image: registry.example/app:1.0\n        ports:\n        - containerPort: 8080\n", i, ns, i, i)
 		}},
 	}
-	for n := range scaleNamespaces {
-		ns := scaleNS(n)
+	for n := range sz.namespaces {
+		ns := sz.ns(n)
 		for _, k := range kinds {
 			for start := 0; start < k.count; start += scaleDocsPerFile {
 				var docs []string
@@ -447,50 +501,8 @@ func commitScaleRepo(git *gitserver.Server) (rev string, files int, err error) {
 			}
 		}
 	}
-	rev, err = repo.CommitAndPush(fmt.Sprintf("%d objects", scaleObjects))
+	rev, err = repo.CommitAndPush(fmt.Sprintf("%d objects", sz.objects()))
 	return rev, files, err
-}
-
-func scaleNS(n int) string { return fmt.Sprintf("scale-%02d", n) }
-
-// procMem returns VmRSS and VmHWM of pid in MiB (0 when unreadable).
-func procMem(pid int) (rss, hwm float64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "VmHWM:":
-			hwm = kb / 1024
-		}
-	}
-	return rss, hwm
-}
-
-// procCPU returns utime+stime of pid in clock ticks (0 when unreadable).
-func procCPU(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// pid (comm) state ppid …: comm may hold spaces, so split after the last ')'.
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64) // field 14
-	st, _ := strconv.ParseInt(f[12], 10, 64) // field 15
-	return ut + st
 }
 
 // apiRequests reads apiserver_request_total from the API server's /metrics,

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/test/bench/report"
 )
 
 const (
@@ -21,10 +23,29 @@ const (
 	auditQuiet = 8 * time.Second
 	auditMax   = 45 * time.Second
 
-	healObjects = 1000
-	healNS      = "bench-heal"
-	healGuard   = "bench-heal"
+	healNS    = "bench-heal"
+	healGuard = "bench-heal"
+
+	// The guard's heap after GC, 30 s after the burst, may exceed its heap
+	// before the burst by this much and still count as back to baseline.
+	burstHeapSlack = 10 // MiB
 )
+
+// healSize is the size of the self-heal benchmarks: objects managed, the
+// sustained run (100 edits/s) and the burst (300 edits/s).
+type healSize struct {
+	objects  int
+	duration time.Duration // of the sustained run
+	burst    time.Duration // of the burst
+	settle   time.Duration // from the burst's end to the heap reading
+}
+
+func healSizes() healSize {
+	if *quick {
+		return healSize{objects: 300, duration: 3 * time.Second, burst: 3 * time.Second, settle: 10 * time.Second}
+	}
+	return healSize{objects: 1000, duration: 10 * time.Second, burst: 10 * time.Second, settle: 30 * time.Second}
+}
 
 // healFixture is the webhook-off environment with one Guard of 1,000
 // ConfigMaps, a load client as alice and our own informer; the self-heal
@@ -47,7 +68,7 @@ func healSetup(b *testing.B) *healFixture {
 		e.setAdmission(b, false, false, heal.fx.alice, healNS, cmName(0))
 		return heal.fx
 	}
-	e.configMapGuard(b, healGuard, healNS, healObjects, true)
+	e.configMapGuard(b, healGuard, healNS, healSizes().objects, true)
 	fx := &healFixture{env: e, alice: e.userClient(b, "alice", []string{"system:masters", "dev"})}
 	// Webhook off: the API server calls no webhook, as with WebhookRegister=false.
 	e.setAdmission(b, false, false, fx.alice, healNS, cmName(0))
@@ -77,10 +98,11 @@ func healSetup(b *testing.B) *healFixture {
 // object back at Git's value.
 func BenchmarkSelfHeal(b *testing.B) {
 	fx := healSetup(b)
-	targets := rand.Perm(healObjects)
+	size := healSizes()
+	targets := rand.Perm(size.objects)[:int(100*size.duration.Seconds())]
 	from := fx.env.audit.len()
 	b.ResetTimer()
-	edits := load(fx.alice, healNS, "heal", targets, 100, 32, 10*time.Second)
+	edits := load(fx.alice, healNS, "heal", targets, 100, 32, size.duration)
 	waitReverted(edits, fx.watch)
 	waitAudit(fx.env.audit, from, lastTokens(edits), []audit.Type{audit.Drift, audit.Revert}, auditQuiet, auditMax)
 	b.StopTimer()
@@ -88,8 +110,25 @@ func BenchmarkSelfHeal(b *testing.B) {
 	o := analyze(edits, fx.watch, recs)
 	span := edits[len(edits)-1].sent.Sub(edits[0].sent)
 	printOutcome(fmt.Sprintf("BenchmarkSelfHeal: %s%d edits of %d ConfigMaps at %.0f edits/s (target 100/s), webhook off",
-		eventsNote(fx.env), len(edits), healObjects, float64(len(edits)-1)/span.Seconds()), o)
+		eventsNote(fx.env), len(edits), size.objects, float64(len(edits)-1)/span.Seconds()), o)
 	reportOutcome(b, o)
+	note := fmt.Sprintf("%d edits at 100/s over %d objects", len(edits), size.objects)
+	figure(b, withNote(report.NewFigure("selfheal_detect_p99", nanOr(ms(quantile(o.detect, .99)), len(o.detect)), "ms", report.AtMost, 20), note))
+	figure(b, withNote(report.NewFigure("selfheal_revert_p99", nanOr(ms(quantile(o.revert, .99)), len(o.revert)), "ms", report.AtMost, 100), note))
+	figure(b, withNote(report.NewFigure("selfheal_not_reverted_10s", float64(o.unreverted+o.failed), "edits", report.AtMost, 0), note))
+}
+
+func withNote(f report.Figure, note string) report.Figure {
+	f.Note = note
+	return f
+}
+
+// nanOr returns v, or NaN (a failed figure) when it is a quantile of nothing.
+func nanOr(v float64, n int) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	return v
 }
 
 // BenchmarkSelfHealBurst: 3,000 edits at 300 edits/s (or as fast as the API
@@ -97,21 +136,22 @@ func BenchmarkSelfHeal(b *testing.B) {
 // until every edited object is back to Git, and the process heap.
 func BenchmarkSelfHealBurst(b *testing.B) {
 	fx := healSetup(b)
-	targets := make([]int, 3000)
+	size := healSizes()
+	targets := make([]int, int(300*size.burst.Seconds()))
 	for i := range targets {
-		targets[i] = rand.IntN(healObjects)
+		targets[i] = rand.IntN(size.objects)
 	}
-	heapBefore := heapInuse()
+	heapBefore := guardHeap(b, fx.env)
 	from := fx.env.audit.len()
 	b.ResetTimer()
-	edits := load(fx.alice, healNS, "burst", targets, 300, 96, 20*time.Second)
+	edits := load(fx.alice, healNS, "burst", targets, 300, 96, 2*size.burst)
 	var burstEnd time.Time
 	for _, e := range edits {
 		if e.resp.After(burstEnd) {
 			burstEnd = e.resp
 		}
 	}
-	heapEnd := heapInuse()
+	heapEnd := guardHeap(b, fx.env)
 	waitReverted(edits, fx.watch)
 	// Every edited object: its last accepted edit, and when it was back.
 	last := map[int]uint64{}
@@ -130,9 +170,9 @@ func BenchmarkSelfHealBurst(b *testing.B) {
 		}
 		allBack = max(allBack, ev.at.Sub(burstEnd))
 	}
-	// Heap 30 s after the burst's end; then let the audit records drain.
-	time.Sleep(time.Until(burstEnd.Add(30 * time.Second)))
-	heapAfter := heapInuse()
+	// The heap some time after the burst's end; then let the audit records drain.
+	time.Sleep(time.Until(burstEnd.Add(size.settle)))
+	heapAfter := guardHeap(b, fx.env)
 	waitAudit(fx.env.audit, from, lastTokens(edits), []audit.Type{audit.Drift, audit.Revert}, auditQuiet, auditMax)
 	b.StopTimer()
 	recs, _ := fx.env.audit.since(from)
@@ -141,19 +181,19 @@ func BenchmarkSelfHealBurst(b *testing.B) {
 	span := edits[len(edits)-1].sent.Sub(edits[0].sent)
 	rate := float64(len(edits)-1) / span.Seconds()
 	printOutcome(fmt.Sprintf("BenchmarkSelfHealBurst: %s%d edits of %d ConfigMaps at %.0f edits/s (target 300/s) over %.1fs, webhook off",
-		eventsNote(fx.env), len(edits), healObjects, rate, span.Seconds()), o)
+		eventsNote(fx.env), len(edits), size.objects, rate, span.Seconds()), o)
 	allBackText := fmtMS(allBack)
 	if notBack > 0 {
 		allBackText = fmt.Sprintf("> %s (%d objects not back)", fmtMS(revertWindow), notBack)
 	}
-	printTable("burst: recovery and heap (HeapInuse after runtime.GC, whole test process)", []string{"figure", "value"}, [][]string{
+	printTable("burst: recovery and the guard's heap (HeapInuse after a GC)", []string{"figure", "value"}, [][]string{
 		{"edited objects", fmt.Sprint(len(last))},
 		{"achieved edit rate (/s)", fmt.Sprintf("%.0f", rate)},
 		{"burst end → every edited object back to Git (ms)", allBackText},
 		{"objects not back within 10 s of the burst's end", fmt.Sprint(notBack)},
 		{"heap before burst (MiB)", fmt.Sprintf("%.1f", heapBefore)},
 		{"heap at burst end (MiB)", fmt.Sprintf("%.1f", heapEnd)},
-		{"heap 30 s after burst end (MiB)", fmt.Sprintf("%.1f", heapAfter)},
+		{fmt.Sprintf("heap %s after burst end (MiB)", size.settle), fmt.Sprintf("%.1f", heapAfter)},
 	})
 	reportOutcome(b, o)
 	b.ReportMetric(rate, "edits/s")
@@ -162,10 +202,28 @@ func BenchmarkSelfHealBurst(b *testing.B) {
 	b.ReportMetric(heapBefore, "heap-before-MiB")
 	b.ReportMetric(heapEnd, "heap-end-MiB")
 	b.ReportMetric(heapAfter, "heap-30s-MiB")
+	note := fmt.Sprintf("%d edits at %.0f/s over %d objects", len(edits), rate, size.objects)
+	allBackMS := ms(allBack)
+	if notBack > 0 {
+		allBackMS = math.NaN()
+	}
+	figure(b, withNote(report.NewFigure("burst_all_back_after_end", allBackMS, "ms", report.AtMost, ms(revertWindow)), note))
+	figure(b, withNote(report.NewFigure("burst_duplicate_reverts", float64(atLeast(o.revertsPerState, 2)), "states", report.AtMost, 0), note))
+	figure(b, withNote(report.NewFigure("burst_heap_after_settling", heapAfter, "MiB", report.AtMost, heapBefore+burstHeapSlack).WithBaseline(heapBefore, "MiB"), note))
+}
+
+// guardHeap is the guard's heap in use after a garbage collection, in MiB.
+func guardHeap(b *testing.B, e *env) float64 {
+	b.Helper()
+	v, err := e.guard.HeapAfterGC()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
 }
 
 func eventsNote(e *env) string {
-	if e.opts.AuditEvents {
+	if e.auditEvents {
 		return ""
 	}
 	return "[audit Events off] "
@@ -181,7 +239,7 @@ func printOutcome(title string, o outcome) {
 	printTable("edit outcomes", []string{"figure", "value"}, [][]string{
 		{"edits accepted / failed", fmt.Sprintf("%d / %d", len(o.ok), o.failed)},
 		{"NOT reverted within 10 s", fmt.Sprint(o.unreverted)},
-		{"no drift record naming the state (see docs/benchmarks.md)", fmt.Sprint(o.undetected)},
+		{"no drift record naming the state (see docs/performance.md)", fmt.Sprint(o.undetected)},
 		{"superseded: next edit of the object landed before any revert", fmt.Sprint(o.superseded)},
 		{"revert records per state  reverts:states", histogram(o.revertsPerState)},
 		{"drift records per state   drifts:states", histogram(o.driftsPerState)},
