@@ -27,7 +27,8 @@ func TestManualEditFlood(t *testing.T) {
 	const ns, name, n = "fault-flood", "fault-flood", 500
 	namespace(t, ns)
 	_, rev := newRepo(t, name, cmFiles(ns, n, 25, gitValues))
-	g := startGuard(t)
+	// Without self-protection: phase 2 deletes the webhook configurations.
+	g := startGuard(t, "--self-protect=false")
 	createGuard(t, name)
 	waitApplied(t, g, name, rev, n, 90*time.Second)
 	g.waitWebhook(ns, cmName(0))
