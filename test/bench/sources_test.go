@@ -15,6 +15,7 @@ import (
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/sources"
+	"github.com/driftguard/driftguard/test/bench/report"
 	"github.com/driftguard/driftguard/test/sourceserver"
 )
 
@@ -130,8 +131,12 @@ func BenchmarkSourceNoOp(b *testing.B) {
 			took := time.Since(start)
 			b.StopTimer()
 			fetches := float64(b.N * noOpFetches)
-			b.ReportMetric(float64(len(front.Requests())-n)/fetches, "requests/fetch")
+			perFetch := float64(len(front.Requests())-n) / fetches
+			b.ReportMetric(perFetch, "requests/fetch")
 			b.ReportMetric(float64(took.Microseconds())/fetches, "us/fetch")
+			note := "a fetch of an unchanged " + k.name + " source: metadata only, no download, no render"
+			figure(b, withNote(report.NewFigure("source_noop_"+k.name+"_requests", perFetch, "requests/fetch", report.AtMost, 1), note))
+			figure(b, withNote(report.NewFigure("source_noop_"+k.name+"_time", float64(took.Microseconds())/fetches/1000, "ms/fetch", report.AtMost, 50), note))
 		})
 	}
 }

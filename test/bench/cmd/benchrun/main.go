@@ -36,8 +36,8 @@ type group struct {
 var groups = []group{
 	// One control plane and guard process for all of these.
 	{"shared", "^(BenchmarkColdStart|BenchmarkSelfHeal|BenchmarkSelfHealBurst|BenchmarkWebhookOverhead|BenchmarkApplyVsKubectl)$", 15 * time.Minute},
-	// No control plane: the webhook server alone, and Git.
-	{"webhook and git", "^(BenchmarkWebhookHandler|BenchmarkWebhookHTTPS|BenchmarkGitNoopFetch)$", 5 * time.Minute},
+	// No control plane: the webhook server alone, Git and the other sources.
+	{"webhook and git", "^(BenchmarkWebhookHandler|BenchmarkWebhookHTTPS|BenchmarkGitNoopFetch|BenchmarkSourceNoOp)$", 5 * time.Minute},
 	// A control plane of its own: 100, 1,000, 10,000 objects.
 	{"scale", "^BenchmarkScale$", 20 * time.Minute},
 }
