@@ -194,6 +194,9 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		g.Status.DriftedObjects, g.Status.Drifted = r.Drift.Drifted(g.Name, maxDriftedListed)
 		setDegraded(&g.Status, r.Drift.Fights(g.Name))
 	}
+	if r.Audit != nil {
+		setAuditCondition(&g.Status, r.Audit.SinkErrors())
+	}
 	if perr := r.patchStatus(ctx, &g, before); perr != nil {
 		err = errors.Join(err, perr)
 	}
@@ -260,6 +263,25 @@ func setDegraded(st *v1alpha1.GuardStatus, fights []string) {
 		msg = strings.Join(fights[:3], "; ") + fmt.Sprintf("; and %d more", len(fights)-3)
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "FightingOtherManager", Message: msg})
+}
+
+// setAuditCondition reports audit sinks that fail: condition AuditSinks
+// False naming them (records still reach the sinks that work); no
+// condition while every sink works.
+func setAuditCondition(st *v1alpha1.GuardStatus, errs map[string]error) {
+	var failing []string
+	for name, err := range errs {
+		if err != nil {
+			failing = append(failing, name+": "+err.Error())
+		}
+	}
+	if len(failing) == 0 {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionAuditSinks)
+		return
+	}
+	sort.Strings(failing)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionAuditSinks, Status: metav1.ConditionFalse, Reason: "SinkFailing",
+		Message: truncate("audit records do not reach "+strings.Join(failing, "; ")+"; the other sinks keep them", 1000)})
 }
 
 // maxDriftedListed bounds status.drifted.

@@ -23,6 +23,9 @@ const (
 	// ConditionInSync is False when Git holds a revision that is not applied
 	// yet: manual sync waiting for approval, or a sync window closed.
 	ConditionInSync = "InSync"
+	// ConditionAuditSinks is False while an audit sink of the guard fails
+	// (a full disk, an API server refusing Events); absent while all work.
+	ConditionAuditSinks = "AuditSinks"
 )
 
 // GuardSpec is the desired behaviour of a Guard.

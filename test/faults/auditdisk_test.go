@@ -2,6 +2,9 @@ package faults
 
 import (
 	"fmt"
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +71,18 @@ func TestAuditFileSinkDiskFull(t *testing.T) {
 		}
 		if !g.proc().LogContains("audit sink did not take records") || !g.proc().LogContains("no space left on device") {
 			return fmt.Errorf("no log line about the file sink failing")
+		}
+		return nil
+	})
+	// And on the Guard, at its next reconcile (interval 30 s).
+	harness.Eventually(t, 75*time.Second, "AuditSinks condition", func() error {
+		gd, err := getGuard(name)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(gd.Status.Conditions, v1alpha1.ConditionAuditSinks)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "file: ") || !strings.Contains(c.Message, "no space left on device") {
+			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
 	})
