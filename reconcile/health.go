@@ -75,7 +75,16 @@ type serviceHealth struct {
 	resourceVersion string
 	result          health.Result
 	at              time.Time
+	// recheck is how long a not Healthy answer is kept: ServiceRecheck,
+	// doubled at every unchanged answer up to maxServiceRecheck, so that a
+	// Service that stays without endpoints (scaled to zero) costs a request
+	// every few minutes, not every few seconds.
+	recheck time.Duration
 }
+
+// maxServiceRecheck caps the wait before a Service without ready endpoints
+// is asked about again.
+const maxServiceRecheck = 2 * time.Minute
 
 // ServiceRecheck is how long a Service's answer without ready endpoints is
 // kept before the API server is asked again.
@@ -124,9 +133,9 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 			again(recheckUnless(r, ServiceRecheck))
 		case tg.gvk.Group == "" && tg.gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && t.Reader != nil:
 			if live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name); ok && live != nil {
-				if cached, ok := t.cachedService(tg.key, live); ok {
+				if cached, left, ok := t.cachedService(tg.key, live); ok {
 					r = cached
-					again(recheckUnless(r, ServiceRecheck))
+					again(recheckUnless(r, left))
 				} else {
 					services[i] = live
 				}
@@ -134,9 +143,9 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		}
 		results[i] = r
 	}
-	for i, r := range t.assessServices(ctx, services) {
-		results[i] = r
-		again(recheckUnless(r, ServiceRecheck))
+	for i, a := range t.assessServices(ctx, services) {
+		results[i] = a.result
+		again(recheckUnless(a.result, a.recheck))
 	}
 
 	var (
@@ -197,21 +206,27 @@ func (t *HealthTracker) read(ctx context.Context, gvk schema.GroupVersionKind, k
 	return r
 }
 
-// cachedService returns the remembered health of a Service: kept while it
-// is Healthy and unchanged, else for ServiceRecheck.
-func (t *HealthTracker) cachedService(key gitstore.ObjectKey, live *unstructured.Unstructured) (health.Result, bool) {
+// cachedService returns the remembered health of a Service, and how long
+// it is kept still: while it is Healthy and unchanged, else for its recheck.
+func (t *HealthTracker) cachedService(key gitstore.ObjectKey, live *unstructured.Unstructured) (health.Result, time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev, ok := t.services[key]
-	if ok && prev.resourceVersion == live.GetResourceVersion() && (prev.result.State == health.Healthy || time.Since(prev.at) < ServiceRecheck) {
-		return prev.result, true
+	if !ok || prev.resourceVersion != live.GetResourceVersion() {
+		return health.Result{}, 0, false
 	}
-	return health.Result{}, false
+	if prev.result.State == health.Healthy {
+		return prev.result, 0, true
+	}
+	if left := prev.recheck - time.Since(prev.at); left > 0 {
+		return prev.result, left, true
+	}
+	return health.Result{}, 0, false
 }
 
 // assessServices assesses Services with their EndpointSlices, listed from the
 // API server once per namespace rather than once per Service.
-func (t *HealthTracker) assessServices(ctx context.Context, svcs map[int]*unstructured.Unstructured) map[int]health.Result {
+func (t *HealthTracker) assessServices(ctx context.Context, svcs map[int]*unstructured.Unstructured) map[int]serviceHealth {
 	if len(svcs) == 0 {
 		return nil
 	}
@@ -221,7 +236,7 @@ func (t *HealthTracker) assessServices(ctx context.Context, svcs map[int]*unstru
 	if err != nil {
 		panic(err) // a constant
 	}
-	out := make(map[int]health.Result, len(svcs))
+	out := make(map[int]serviceHealth, len(svcs))
 	for i, svc := range svcs {
 		ns := svc.GetNamespace()
 		if _, done := slices[ns]; !done && listErr[ns] == nil {
@@ -233,17 +248,22 @@ func (t *HealthTracker) assessServices(ctx context.Context, svcs map[int]*unstru
 			}
 		}
 		if err := listErr[ns]; err != nil {
-			out[i] = health.Result{State: health.Unknown, Message: err.Error()}
+			out[i] = serviceHealth{result: health.Result{State: health.Unknown, Message: err.Error()}, recheck: ServiceRecheck}
 			continue
 		}
 		r, _ := health.AssessWith(ctx, svc, slices[ns])
-		out[i] = r
+		key := gitstore.KeyOf(svc)
 		t.mu.Lock()
 		if t.services == nil {
 			t.services = map[gitstore.ObjectKey]serviceHealth{}
 		}
-		t.services[gitstore.KeyOf(svc)] = serviceHealth{resourceVersion: svc.GetResourceVersion(), result: r, at: time.Now()}
+		sh := serviceHealth{resourceVersion: svc.GetResourceVersion(), result: r, at: time.Now(), recheck: ServiceRecheck}
+		if prev, ok := t.services[key]; ok && prev.resourceVersion == sh.resourceVersion && prev.result == r {
+			sh.recheck = min(2*prev.recheck, maxServiceRecheck)
+		}
+		t.services[key] = sh
 		t.mu.Unlock()
+		out[i] = sh
 	}
 	return out
 }
