@@ -36,17 +36,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startShard builds the driftguard binary and runs it for one shard against
+// startShard runs the driftguard binary for one shard against
 // the harness's API server, without a webhook; it returns its metrics URL
 // and its stdout (audit records).
 func startShard(t *testing.T, shard string) (metricsURL string, out *syncBuffer) {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "driftguard")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/driftguard")
-	build.Dir = filepath.Join("..", "..")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, b)
+	bin, err := harness.Binary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	kubeconfig, _, err := h.Cluster.AddUser("driftguard-shard-"+shard, []string{"system:masters"})
 	if err != nil {
