@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -13,11 +12,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -204,23 +201,6 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return res, err
 }
 
-// outcome names the result of a reconcile for driftguard_sync_total.
-func outcome(g *v1alpha1.Guard) string {
-	ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
-	switch {
-	case ready != nil && ready.Status == metav1.ConditionTrue:
-		if g.Status.PendingRevision != "" {
-			return "blocked"
-		}
-		return "success"
-	case ready != nil && (ready.Reason == "DependencyNotReady" || ready.Reason == "Progressing"):
-		return "waiting"
-	case ready != nil && (ready.Reason == "ManualSyncRequired" || ready.Reason == "SyncWindowClosed"):
-		return "blocked"
-	}
-	return "failed"
-}
-
 // HealthChanged records an Event and an audit record when a Guard's health
 // state changed; it is the HealthTracker's OnChange.
 func (r *GuardReconciler) HealthChanged(g *v1alpha1.Guard, sum HealthSummary, prev health.State) {
@@ -252,41 +232,6 @@ func (r *GuardReconciler) forget(guard string) {
 	r.mu.Unlock()
 }
 
-// setDegraded reports fights with other field managers as the Degraded condition.
-func setDegraded(st *v1alpha1.GuardStatus, fights []string) {
-	if len(fights) == 0 {
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionDegraded)
-		return
-	}
-	msg := strings.Join(fights, "; ")
-	if len(fights) > 3 {
-		msg = strings.Join(fights[:3], "; ") + fmt.Sprintf("; and %d more", len(fights)-3)
-	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "FightingOtherManager", Message: msg})
-}
-
-// setAuditCondition reports audit sinks that fail: condition AuditSinks
-// False naming them (records still reach the sinks that work); no
-// condition while every sink works.
-func setAuditCondition(st *v1alpha1.GuardStatus, errs map[string]error) {
-	var failing []string
-	for name, err := range errs {
-		if err != nil {
-			failing = append(failing, name+": "+err.Error())
-		}
-	}
-	if len(failing) == 0 {
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionAuditSinks)
-		return
-	}
-	sort.Strings(failing)
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionAuditSinks, Status: metav1.ConditionFalse, Reason: "SinkFailing",
-		Message: truncate("audit records do not reach "+strings.Join(failing, "; ")+"; the other sinks keep them", 1000)})
-}
-
-// maxDriftedListed bounds status.drifted.
-const maxDriftedListed = 20
-
 func (r *GuardReconciler) interval(g *v1alpha1.Guard) time.Duration {
 	if g.Spec.Interval.Duration > 0 {
 		return g.Spec.Interval.Duration
@@ -297,58 +242,106 @@ func (r *GuardReconciler) interval(g *v1alpha1.Guard) time.Duration {
 	return time.Minute
 }
 
+// attempt is one full reconciliation of a Guard: what its steps share.
+type attempt struct {
+	g      *v1alpha1.Guard
+	log    logr.Logger
+	gate   Gate             // the sync windows now
+	req    gitstore.Request // what the source is
+	rev    string           // the revision to apply
+	snap   *gitstore.Snapshot
+	manual bool // a person asked for this sync
+}
+
+// stop ends a reconcile with a result; nil goes on to the next step.
+type stop = *ctrl.Result
+
+func stopAfter(d time.Duration) stop { return &ctrl.Result{RequeueAfter: d} }
+
+// reconcile runs the steps of a full reconciliation in order; each may stop
+// it with the condition it set. docs/reconciliation.md describes them.
 func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1alpha1.Guard) (ctrl.Result, error) {
-	// 0. A spec that cannot work is Stalled until it changes.
+	a := &attempt{g: g, log: log}
+	if s := r.checkSpec(a); s != nil {
+		return *s, nil
+	}
+	if s := r.checkDependencies(ctx, a); s != nil {
+		return *s, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout(g))
+	defer cancel()
+	if s := r.fetchSource(ctx, a); s != nil {
+		return *s, nil
+	}
+	if s := r.chooseRevision(ctx, a); s != nil {
+		return *s, nil
+	}
+	r.publish(ctx, a)
+	return r.applyAndPrune(ctx, a), nil
+}
+
+// checkSpec: a spec that cannot work is Stalled until it changes; a
+// suspended Guard is left alone.
+func (r *GuardReconciler) checkSpec(a *attempt) stop {
+	g := a.g
 	if len(g.Name) > 63 {
 		r.stalled(g, "InvalidName", fmt.Sprintf("guard name %q is longer than 63 characters and cannot be a label value", g.Name))
-		return ctrl.Result{}, nil
+		return &ctrl.Result{}
 	}
 	if _, err := CompileIgnoreRules(g.Spec.Ignore); err != nil {
 		r.stalled(g, "InvalidIgnoreRule", fmt.Sprintf("guard %s: spec.%v", g.Name, err))
-		return ctrl.Result{}, nil
+		return &ctrl.Result{}
 	}
 	gate, err := EvaluateWindows(g.Spec.SyncWindows, time.Now())
 	if err != nil {
 		r.stalled(g, "InvalidSyncWindow", err.Error())
-		return ctrl.Result{}, nil
+		return &ctrl.Result{}
 	}
+	a.gate = gate
 	if g.Spec.Suspend {
 		meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
-		log.V(1).Info("suspended")
-		return ctrl.Result{}, nil
+		a.log.V(1).Info("suspended")
+		return &ctrl.Result{}
 	}
+	return nil
+}
 
-	// 1. Dependencies first.
-	waiting, err := dependenciesReady(ctx, r.Client, g)
+// checkDependencies waits for the Guards of spec.dependsOn.
+func (r *GuardReconciler) checkDependencies(ctx context.Context, a *attempt) stop {
+	waiting, err := dependenciesReady(ctx, r.Client, a.g)
 	var cycle *errDependencyCycle
 	switch {
 	case errors.As(err, &cycle):
-		r.stalled(g, "DependencyCycle", err.Error())
+		r.stalled(a.g, "DependencyCycle", err.Error())
 		// Another Guard's spec may break the cycle: look again.
-		return ctrl.Result{RequeueAfter: dependencyRequeue}, nil
+		return stopAfter(dependencyRequeue)
 	case err != nil:
-		r.notReady(g, "DependencyNotReady", err.Error())
-		return ctrl.Result{RequeueAfter: dependencyRequeue}, nil
+		r.notReady(a.g, "DependencyNotReady", err.Error())
+		return stopAfter(dependencyRequeue)
 	case waiting != "":
-		r.notReady(g, "DependencyNotReady", waiting)
-		return ctrl.Result{RequeueAfter: dependencyRequeue}, nil
+		r.notReady(a.g, "DependencyNotReady", waiting)
+		return stopAfter(dependencyRequeue)
 	}
+	return nil
+}
 
-	ctx, cancel := context.WithTimeout(ctx, r.timeout(g))
-	defer cancel()
+// fetchSource reads the source's settings, asks it for its newest revision
+// and renders it. A bad revision leaves the last good one in force.
+func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
+	g := a.g
 	req, err := Request(ctx, r.Client, g, r.SecretNamespace)
 	if invalid := (*InvalidSourceError)(nil); errors.As(err, &invalid) {
 		r.stalled(g, "InvalidSource", err.Error())
-		return ctrl.Result{}, nil
+		return &ctrl.Result{}
 	}
 	if settings := (*RenderSettingsError)(nil); errors.As(err, &settings) {
-		return r.failed(ctx, g, "RenderSettingsFailed", err.Error()), nil
+		return r.failed(ctx, g, "RenderSettingsFailed", err.Error())
 	}
 	if err != nil {
-		return r.failed(ctx, g, "AuthFailed", err.Error()), nil
+		return r.failed(ctx, g, "AuthFailed", err.Error())
 	}
+	a.req = req
 
-	// 2. Source: fetch and render. A bad revision leaves the last good one in force.
 	fetchStart := time.Now()
 	rev, snap, err := r.Fetcher.Fetch(ctx, req)
 	observeFetch(time.Since(fetchStart))
@@ -363,14 +356,14 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		r.stalled(g, "RenderFailed", msg)
 		r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "RENDER", Error: err.Error(),
 			Source: &audit.Source{URL: SourceURL(g), Revision: rev, Path: renderErr.Path, Line: renderErr.Line}})
-		log.Info("render failed; keeping last good revision", "revision", rev, "error", err.Error())
-		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}, nil
+		a.log.Info("render failed; keeping last good revision", "revision", rev, "error", err.Error())
+		return stopAfter(jitter(r.interval(g)))
 	case err != nil:
 		msg := err.Error()
 		if gitstore.IsAuthError(err) {
 			msg += "; " + credentialsHint(g, r.SecretNamespace)
 		}
-		return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision)))), nil
+		return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision))))
 	}
 	if c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady); c != nil && sourceFailure[c.Reason] {
 		g.Status.Retries = 0 // the source is back: its failures no longer count
@@ -378,149 +371,59 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	if r.retriesExhausted(g) {
 		// The same revision and spec failed more often than spec.retry.limit
 		// allows: wait for a change in Git or in the spec.
-		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}, nil
+		return stopAfter(jitter(r.interval(g)))
 	}
+	a.rev, a.snap = rev, snap
+	return nil
+}
 
-	// 3. Which revision to apply: a new one only when sync mode and sync
-	// windows let it through; otherwise the applied one stays in force.
-	newest := rev
-	request := g.Annotations[v1alpha1.SyncRequestedAnnotation]
-	manual := request != "" && request != g.Status.LastHandledSyncRequest
-	if manual {
-		// Looked at once: a request a window refuses is not kept for later.
-		g.Status.LastHandledSyncRequest = request
-	}
-	if blockReason, blockMsg := syncBlocked(g, gate, manual, rev); blockReason != "" {
-		g.Status.PendingRevision = rev
-		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: blockReason, Message: blockMsg})
-		next := r.interval(g)
-		if !gate.Next.IsZero() {
-			next = min(next, time.Until(gate.Next)+time.Second)
-		}
-		if g.Status.LastAppliedRevision == "" {
-			r.notReady(g, blockReason, blockMsg)
-			return ctrl.Result{RequeueAfter: next}, nil
-		}
-		if rev, snap, err = r.appliedSnapshot(ctx, g, req); err != nil {
-			return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("fetch applied revision %s: %v", short(g.Status.LastAppliedRevision), err)), nil
-		}
-		defer func() { g.Status.PendingRevision = newest }()
-	} else {
-		g.Status.PendingRevision = ""
-		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "Synced", Message: "revision " + short(rev) + " is the newest"})
-	}
-
-	// 4. A revision that renders nothing would prune everything.
-	if len(snap.Objects) == 0 && !g.Spec.AllowEmpty && (len(g.Status.Inventory) > 0 || g.Status.ManagedObjects > 0) {
-		r.stalled(g, "EmptyRevision", fmt.Sprintf("revision %s renders no objects; %s stays in force and nothing is pruned (set spec.allowEmpty to prune everything)", short(rev), orNone(short(g.Status.LastAppliedRevision))))
-		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}, nil
-	}
-
-	// 5. Publish the desired state so the informer and the webhook compare against it.
-	snap = r.decorateOnce(g, snap)
-	r.Store.Set(g.Name, snap)
+// publish makes the revision the desired state the informer and the
+// webhook compare against, brings the webhook's rules up to its kinds, and
+// loads the policy when this Guard's repository holds it.
+func (r *GuardReconciler) publish(ctx context.Context, a *attempt) {
+	a.snap = r.decorateOnce(a.g, a.snap)
+	r.Store.Set(a.g.Name, a.snap)
 	if r.Protect != nil {
 		if err := r.Protect(ctx); err != nil {
-			log.Error(err, "webhook rules not updated; self-heal still reverts changes to new kinds")
+			a.log.Error(err, "webhook rules not updated; self-heal still reverts changes to new kinds")
 		}
 	}
-
-	if r.Policy != nil && r.Policy.Guard == g.Name {
-		r.loadPolicy(ctx, g, req, rev)
+	if r.Policy != nil && r.Policy.Guard == a.g.Name {
+		r.loadPolicy(ctx, a.g, a.req, a.rev)
 	}
+}
 
-	// 6. Apply.
+// applyAndPrune applies the revision, prunes what left Git (after health
+// with spec.pruneLast), waits for health with spec.wait, and reports.
+func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Result {
+	g, rev, snap := a.g, a.rev, a.snap
 	newRevision := rev != g.Status.LastAppliedRevision
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: "applying " + short(rev)})
 	start := time.Now()
-	if g.Spec.CreateNamespace && (newRevision || g.Status.Retries > 0 || g.Generation != g.Status.ObservedGeneration) {
-		created, err := r.Applier.EnsureNamespaces(ctx, g.Name, snap)
-		for _, ns := range created {
-			r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(Created),
-				Object: audit.Object{Version: "v1", Kind: "Namespace", Name: ns}, Reason: "spec.createNamespace"})
-		}
-		if err != nil {
-			return r.failed(ctx, g, "ApplyFailed", err.Error()), nil
-		}
-	}
-	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, rev, snap, manual))
-	// Each apply is recorded as it happens: a guard killed halfway loses no
-	// record of what it did.
-	cs, applyErr := r.Applier.ApplyEach(ctx, objs, ApplyOptions{Force: g.Spec.Force}, func(e Entry) {
-		if e.Action == Unchanged {
-			return
-		}
-		rec := audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(e.Action),
-			Object: audit.ObjectOf(e.Object), Source: audit.SourceOf(e.Object.Source)}
-		if e.Err != nil {
-			rec.Type, rec.Error = audit.Error, e.Err.Error()
-		}
-		r.record(ctx, rec)
-	})
-	g.Status.Failed = nil
-	for _, e := range cs {
-		if e.Err != nil && len(g.Status.Failed) < maxFailedListed {
-			g.Status.Failed = append(g.Status.Failed, e.Err.Error())
-		}
-	}
-	if applyErr != nil {
-		failed := cs.Count(Failed)
-		reason := "ApplyFailed"
-		msg := applyErr.Error()
-		if failed < len(cs) {
-			reason = "PartiallySynced"
-			msg = fmt.Sprintf("%d of %d objects failed to apply, the rest are applied: %v", failed, len(cs), applyErr)
-		}
-		r.event(g, corev1.EventTypeWarning, reason, msg)
-		return r.failed(ctx, g, reason, msg), nil
+	cs, conflicts, s := r.apply(ctx, a, newRevision)
+	if s != nil {
+		return *s
 	}
 
-	// 7. Prune what left Git (only objects carrying this guard's label),
-	// after health when spec.pruneLast.
 	kinds := mergeKinds(g.Status.Inventory, snap.Kinds())
 	// The same revision and spec as last time, with no kind left behind, has
 	// nothing to prune: skipping the lists keeps a no-op reconcile free of
 	// API calls.
-	needPrune := g.Spec.Prune && (rev != g.Status.LastAppliedRevision || g.Generation != g.Status.ObservedGeneration || len(kinds) != len(snap.Kinds()))
-	prune := func() error {
-		deleted, err := r.Applier.Prune(ctx, g.Name, kinds, snap, propagation(g.Spec.PrunePropagationPolicy))
-		for _, p := range deleted {
-			r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted),
-				Object: audit.Object{Group: p.GVK.Group, Version: p.GVK.Version, Kind: p.GVK.Kind, Namespace: p.Key.Namespace, Name: p.Key.Name}})
-		}
-		if len(deleted) > 0 {
-			r.event(g, corev1.EventTypeNormal, "Pruned", fmt.Sprintf("deleted %d objects that left Git at %s", len(deleted), short(rev)))
-		}
-		if err == nil {
-			kinds = snap.Kinds()
-		}
-		return err
-	}
+	needPrune := g.Spec.Prune && (newRevision || g.Generation != g.Status.ObservedGeneration || len(kinds) != len(snap.Kinds()))
 	if needPrune && !g.Spec.PruneLast {
-		if err := prune(); err != nil {
-			return r.failed(ctx, g, "PruneFailed", err.Error()), nil
+		if s := r.prune(ctx, a, &kinds); s != nil {
+			return *s
 		}
 	}
-
-	// 8. Health, and with spec.wait, wait for it.
 	if newRevision {
 		r.setWaitStart(g.Name, rev)
 	}
-	sum := r.summarizeHealth(ctx, g, snap)
-	if g.Spec.Wait && sum.State != health.Healthy {
-		msg := fmt.Sprintf("revision %s applied; waiting for %d objects to become healthy: %s", short(rev), sum.Count, strings.Join(sum.Unhealthy, "; "))
-		if time.Since(r.waitStart(g.Name, rev)) < r.timeout(g) {
-			g.Status.LastAppliedRevision = rev
-			meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: msg})
-			meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Progressing", Message: msg})
-			return ctrl.Result{RequeueAfter: healthRequeue}, nil
-		}
-		r.setWaitStart(g.Name, rev) // the next attempt waits the full timeout again
-		return r.failed(ctx, g, "HealthCheckFailed", fmt.Sprintf("revision %s applied but not healthy within %s: %s", short(rev), r.timeout(g), strings.Join(sum.Unhealthy, "; "))), nil
+	if s := r.waitHealthy(ctx, a); s != nil {
+		return *s
 	}
 	if needPrune && g.Spec.PruneLast {
-		if err := prune(); err != nil {
-			return r.failed(ctx, g, "PruneFailed", err.Error()), nil
+		if s := r.prune(ctx, a, &kinds); s != nil {
+			return *s
 		}
 	}
 
@@ -538,17 +441,81 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	// the audit records and the log.
 	msg := fmt.Sprintf("applied revision %s: %d objects", short(rev), len(snap.Objects))
 	result := ctrl.Result{RequeueAfter: jitter(r.interval(g))}
-	if g.Status.PendingRevision != "" && !gate.Next.IsZero() {
-		result.RequeueAfter = min(result.RequeueAfter, time.Until(gate.Next)+time.Second)
+	if g.Status.PendingRevision != "" {
+		result.RequeueAfter = r.untilGate(g, a.gate)
 	}
 	if len(conflicts) > 0 {
 		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ObjectConflict",
 			Message: msg + "; " + conflictMessage(conflicts)})
-		return result, nil
+		return result
 	}
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
-	log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "created", cs.Count(Created), "configured", cs.Count(Configured), "took", time.Since(start).String())
-	return result, nil
+	a.log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "created", cs.Count(Created), "configured", cs.Count(Configured), "took", time.Since(start).String())
+	return result
+}
+
+// apply creates the namespaces spec.createNamespace asks for and applies
+// what toApply selects, recording each object as it is applied (a guard
+// killed halfway loses no record of what it did).
+func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision bool) (ChangeSet, map[gitstore.ObjectKey]string, stop) {
+	g := a.g
+	if g.Spec.CreateNamespace && (newRevision || g.Status.Retries > 0 || g.Generation != g.Status.ObservedGeneration) {
+		created, err := r.Applier.EnsureNamespaces(ctx, g.Name, a.snap)
+		for _, ns := range created {
+			r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(Created),
+				Object: audit.Object{Version: "v1", Kind: "Namespace", Name: ns}, Reason: "spec.createNamespace"})
+		}
+		if err != nil {
+			return nil, nil, r.failed(ctx, g, "ApplyFailed", err.Error())
+		}
+	}
+	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, a.rev, a.snap, a.manual))
+	cs, err := r.Applier.ApplyEach(ctx, objs, ApplyOptions{Force: g.Spec.Force}, func(e Entry) {
+		if e.Action == Unchanged {
+			return
+		}
+		rec := audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(e.Action),
+			Object: audit.ObjectOf(e.Object), Source: audit.SourceOf(e.Object.Source)}
+		if e.Err != nil {
+			rec.Type, rec.Error = audit.Error, e.Err.Error()
+		}
+		r.record(ctx, rec)
+	})
+	g.Status.Failed = nil
+	for _, e := range cs {
+		if e.Err != nil && len(g.Status.Failed) < maxFailedListed {
+			g.Status.Failed = append(g.Status.Failed, e.Err.Error())
+		}
+	}
+	if err != nil {
+		failed := cs.Count(Failed)
+		reason, msg := "ApplyFailed", err.Error()
+		if failed < len(cs) {
+			reason = "PartiallySynced"
+			msg = fmt.Sprintf("%d of %d objects failed to apply, the rest are applied: %v", failed, len(cs), err)
+		}
+		return cs, conflicts, r.failed(ctx, g, reason, msg)
+	}
+	return cs, conflicts, nil
+}
+
+// prune deletes what left Git (only objects carrying this guard's label) of
+// the kinds given; on success kinds becomes the revision's kinds.
+func (r *GuardReconciler) prune(ctx context.Context, a *attempt, kinds *[]schema.GroupVersionKind) stop {
+	g := a.g
+	deleted, err := r.Applier.Prune(ctx, g.Name, *kinds, a.snap, propagation(g.Spec.PrunePropagationPolicy))
+	for _, p := range deleted {
+		r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted),
+			Object: audit.Object{Group: p.GVK.Group, Version: p.GVK.Version, Kind: p.GVK.Kind, Namespace: p.Key.Namespace, Name: p.Key.Name}})
+	}
+	if len(deleted) > 0 {
+		r.event(g, corev1.EventTypeNormal, "Pruned", fmt.Sprintf("deleted %d objects that left Git at %s", len(deleted), short(a.rev)))
+	}
+	if err != nil {
+		return r.failed(ctx, g, "PruneFailed", err.Error())
+	}
+	*kinds = a.snap.Kinds()
+	return nil
 }
 
 // credentialsHint says where the credentials of a refused fetch came from.
@@ -574,44 +541,10 @@ const (
 	healthRequeue     = 5 * time.Second
 )
 
-// maxFailedListed bounds status.failed.
-const maxFailedListed = 20
-
-// syncBlocked says why a new revision may not be applied now ("" when it
-// may): manual sync mode without a new request, or a closed sync window
-// that a manual request may not pass.
-func syncBlocked(g *v1alpha1.Guard, gate Gate, manual bool, rev string) (reason, msg string) {
-	if rev == g.Status.LastAppliedRevision {
-		return "", ""
-	}
-	if g.Spec.Sync == v1alpha1.SyncManual && !manual {
-		return "ManualSyncRequired", fmt.Sprintf("revision %s waits for a manual sync (driftguard sync %s); %s stays in force", short(rev), g.Name, orNone(short(g.Status.LastAppliedRevision)))
-	}
-	if !gate.Open && (!manual || !gate.ManualOK) {
-		return "SyncWindowClosed", fmt.Sprintf("revision %s waits: %s; %s stays in force", short(rev), gate.Message, orNone(short(g.Status.LastAppliedRevision)))
-	}
-	return "", ""
-}
-
-// appliedSnapshot returns the snapshot of the revision in force, while a
-// newer one waits: the one published already, or fetched by its SHA (after
-// a restart).
-func (r *GuardReconciler) appliedSnapshot(ctx context.Context, g *v1alpha1.Guard, req gitstore.Request) (string, *gitstore.Snapshot, error) {
-	applied := g.Status.LastAppliedRevision
-	if snap, ok := r.Store.Snapshot(g.Name); ok && snap.Revision == applied {
-		return applied, snap, nil
-	}
-	pinned, ok := PinRevision(req, applied)
-	if !ok {
-		return "", nil, fmt.Errorf("a %s source cannot fetch an earlier revision (%s) again", req.Kind, gitstore.ShortRevision(applied))
-	}
-	return r.Fetcher.Fetch(ctx, pinned)
-}
-
 // failed reports a failed attempt and schedules the retry with backoff.
 // Beyond spec.retry.limit the Guard is Stalled until Git or its spec
 // changes (a failed fetch is still tried at every interval).
-func (r *GuardReconciler) failed(ctx context.Context, g *v1alpha1.Guard, reason, msg string) ctrl.Result {
+func (r *GuardReconciler) failed(ctx context.Context, g *v1alpha1.Guard, reason, msg string) stop {
 	g.Status.Retries++
 	n := g.Status.Retries
 	r.event(g, corev1.EventTypeWarning, reason, msg)
@@ -619,11 +552,11 @@ func (r *GuardReconciler) failed(ctx context.Context, g *v1alpha1.Guard, reason,
 		Source: &audit.Source{URL: SourceURL(g), Revision: g.Status.LastAttemptedRevision}})
 	if limit := retryLimit(g.Spec.Retry); limit > 0 && n > limit {
 		r.stalled(g, reason, fmt.Sprintf("%s; gave up after %d retries: change Git or the Guard's spec to try again", msg, limit))
-		return ctrl.Result{RequeueAfter: jitter(r.interval(g))}
+		return stopAfter(jitter(r.interval(g)))
 	}
 	d := backoff(g.Spec.Retry, n)
 	r.notReady(g, reason, fmt.Sprintf("%s (retry %d in %s)", msg, n, d))
-	return ctrl.Result{RequeueAfter: d}
+	return stopAfter(d)
 }
 
 // retriesExhausted: the current revision and spec failed beyond the limit.
@@ -638,60 +571,6 @@ func (r *GuardReconciler) timeout(g *v1alpha1.Guard) time.Duration {
 		return g.Spec.Timeout.Duration
 	}
 	return max(r.interval(g), time.Minute)
-}
-
-// summarizeHealth sets the Guard's health in its status.
-func (r *GuardReconciler) summarizeHealth(ctx context.Context, g *v1alpha1.Guard, snap *gitstore.Snapshot) HealthSummary {
-	if r.Health == nil {
-		return HealthSummary{State: health.Healthy}
-	}
-	sum := r.Health.Summarize(ctx, g, snap)
-	setHealth(&g.Status, sum)
-	return sum
-}
-
-// setHealth writes a health summary into a Guard's status.
-func setHealth(st *v1alpha1.GuardStatus, sum HealthSummary) {
-	st.Health = string(sum.State)
-	st.Unhealthy = sum.Unhealthy
-	status := metav1.ConditionFalse
-	if sum.State == health.Healthy {
-		status = metav1.ConditionTrue
-	}
-	msg := "every object is healthy"
-	if sum.Count > 0 {
-		msg = fmt.Sprintf("%d objects not healthy: %s", sum.Count, strings.Join(sum.Unhealthy, "; "))
-	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionHealthy, Status: status, Reason: string(sum.State), Message: msg})
-}
-
-func (r *GuardReconciler) setWaitStart(guard, rev string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.waits == nil {
-		r.waits = map[string]waitStart{}
-	}
-	r.waits[guard] = waitStart{rev: rev, at: time.Now()}
-}
-
-// waitStart is when the guard began to wait for rev's health.
-func (r *GuardReconciler) waitStart(guard, rev string) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if w, ok := r.waits[guard]; ok && w.rev == rev {
-		return w.at
-	}
-	now := time.Now()
-	if r.waits == nil {
-		r.waits = map[string]waitStart{}
-	}
-	r.waits[guard] = waitStart{rev: rev, at: now}
-	return now
-}
-
-type waitStart struct {
-	rev string
-	at  time.Time
 }
 
 // event records a Kubernetes Event on the Guard.
@@ -757,119 +636,6 @@ func (r *GuardReconciler) toApply(g *v1alpha1.Guard, rev string, snap *gitstore.
 		}
 	}
 	return out
-}
-
-// decorateOnce decorates each fetched snapshot once: the fetcher returns the
-// same snapshot while the revision is unchanged.
-func (r *GuardReconciler) decorateOnce(g *v1alpha1.Guard, fetched *gitstore.Snapshot) *gitstore.Snapshot {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if d, ok := r.decorated[g.Name]; ok && d[0] == fetched {
-		return d[1]
-	}
-	out := r.decorate(g, fetched)
-	if prev, ok := r.Store.Snapshot(g.Name); ok {
-		out.InheritServerValues(prev)
-	}
-	if r.decorated == nil {
-		r.decorated = map[string][2]*gitstore.Snapshot{}
-	}
-	r.decorated[g.Name] = [2]*gitstore.Snapshot{fetched, out}
-	return out
-}
-
-// decorate returns the snapshot as the guard applies it, keeping the
-// fetched one if decorating fails.
-func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *gitstore.Snapshot {
-	out, err := Decorate(r.Client, g.Name, snap)
-	if err != nil {
-		// Defaulting a namespace can only collide with an object already
-		// in "default"; keep the undecorated keys rather than lose objects.
-		r.Log.Error(err, "decorate snapshot", "guard", g.Name)
-		return snap
-	}
-	return out
-}
-
-// Decorate returns the snapshot as a guard applies it: every object carries
-// the inventory label (unless guard is empty), and a namespaced object Git
-// leaves without a namespace gets "default".
-func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore.Snapshot, error) {
-	// The Guard that fetched the snapshot finishes its objects in place;
-	// another Guard of the same URL and path copies the metadata and shares
-	// everything else, which nothing modifies.
-	inPlace, release := snap.Claim()
-	defer release()
-	objs := make([]*gitstore.Object, 0, len(snap.Objects))
-	for _, o := range snap.Objects {
-		obj := o.Obj.Object
-		md, _ := obj["metadata"].(map[string]any)
-		if !inPlace {
-			obj, md = maps.Clone(obj), maps.Clone(md)
-		}
-		if md == nil {
-			md = map[string]any{}
-		}
-		obj["metadata"] = md
-		u := &unstructured.Unstructured{Object: obj}
-		if guard != "" {
-			labels, _ := md["labels"].(map[string]any)
-			if !inPlace || labels == nil {
-				labels = maps.Clone(labels)
-				if labels == nil {
-					labels = map[string]any{}
-				}
-			}
-			labels[GuardLabel] = guard
-			md["labels"] = labels
-		}
-		if u.GetNamespace() == "" && namespaced(c, u.GroupVersionKind()) {
-			md["namespace"] = corev1.NamespaceDefault
-		}
-		if inPlace {
-			o.Key = gitstore.KeyOf(u)
-			objs = append(objs, o)
-			continue
-		}
-		objs = append(objs, &gitstore.Object{Key: gitstore.KeyOf(u), Obj: u, Source: o.Source})
-	}
-	out, err := gitstore.NewSnapshot(snap.URL, snap.Revision, objs)
-	if err == nil {
-		_, done := out.Claim() // its objects are finished: nobody changes them again
-		done()
-	}
-	return out, err
-}
-
-func namespaced(c client.Client, gvk schema.GroupVersionKind) bool {
-	ok, err := c.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
-	return err == nil && ok
-}
-
-func (r *GuardReconciler) stalled(g *v1alpha1.Guard, reason, msg string) {
-	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
-	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
-	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
-}
-
-func (r *GuardReconciler) notReady(g *v1alpha1.Guard, reason, msg string) {
-	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionStalled)
-	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "RetryingAfterError", Message: msg})
-	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
-}
-
-// patchStatus writes the status when it changed, as a merge patch of the
-// difference, so that fields that became empty are removed too.
-func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, before *v1alpha1.GuardStatus) error {
-	if apiequality.Semantic.DeepEqual(before, &g.Status) {
-		return nil
-	}
-	orig := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: *before}
-	patched := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: g.Status}
-	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update status of guard %s: %w", g.Name, err)
-	}
-	return nil
 }
 
 func (r *GuardReconciler) record(ctx context.Context, rec audit.Record) {

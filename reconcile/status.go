@@ -1,0 +1,113 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/health"
+)
+
+func (r *GuardReconciler) stalled(g *v1alpha1.Guard, reason, msg string) {
+	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+}
+
+func (r *GuardReconciler) notReady(g *v1alpha1.Guard, reason, msg string) {
+	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionStalled)
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "RetryingAfterError", Message: msg})
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+}
+
+// patchStatus writes the status when it changed, as a merge patch of the
+// difference, so that fields that became empty are removed too.
+func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, before *v1alpha1.GuardStatus) error {
+	if apiequality.Semantic.DeepEqual(before, &g.Status) {
+		return nil
+	}
+	orig := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: *before}
+	patched := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: g.Status}
+	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update status of guard %s: %w", g.Name, err)
+	}
+	return nil
+}
+
+// setDegraded reports fights with other field managers as the Degraded condition.
+func setDegraded(st *v1alpha1.GuardStatus, fights []string) {
+	if len(fights) == 0 {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionDegraded)
+		return
+	}
+	msg := strings.Join(fights, "; ")
+	if len(fights) > 3 {
+		msg = strings.Join(fights[:3], "; ") + fmt.Sprintf("; and %d more", len(fights)-3)
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "FightingOtherManager", Message: msg})
+}
+
+// setAuditCondition reports audit sinks that fail: condition AuditSinks
+// False naming them (records still reach the sinks that work); no
+// condition while every sink works.
+func setAuditCondition(st *v1alpha1.GuardStatus, errs map[string]error) {
+	var failing []string
+	for name, err := range errs {
+		if err != nil {
+			failing = append(failing, name+": "+err.Error())
+		}
+	}
+	if len(failing) == 0 {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionAuditSinks)
+		return
+	}
+	sort.Strings(failing)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionAuditSinks, Status: metav1.ConditionFalse, Reason: "SinkFailing",
+		Message: truncate("audit records do not reach "+strings.Join(failing, "; ")+"; the other sinks keep them", 1000)})
+}
+
+// setHealth writes a health summary into a Guard's status.
+func setHealth(st *v1alpha1.GuardStatus, sum HealthSummary) {
+	st.Health = string(sum.State)
+	st.Unhealthy = sum.Unhealthy
+	status := metav1.ConditionFalse
+	if sum.State == health.Healthy {
+		status = metav1.ConditionTrue
+	}
+	msg := "every object is healthy"
+	if sum.Count > 0 {
+		msg = fmt.Sprintf("%d objects not healthy: %s", sum.Count, strings.Join(sum.Unhealthy, "; "))
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionHealthy, Status: status, Reason: string(sum.State), Message: msg})
+}
+
+// outcome names the result of a reconcile for driftguard_sync_total.
+func outcome(g *v1alpha1.Guard) string {
+	ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case ready != nil && ready.Status == metav1.ConditionTrue:
+		if g.Status.PendingRevision != "" {
+			return "blocked"
+		}
+		return "success"
+	case ready != nil && (ready.Reason == "DependencyNotReady" || ready.Reason == "Progressing"):
+		return "waiting"
+	case ready != nil && (ready.Reason == "ManualSyncRequired" || ready.Reason == "SyncWindowClosed"):
+		return "blocked"
+	}
+	return "failed"
+}
+
+// maxDriftedListed bounds status.drifted.
+const maxDriftedListed = 20
+
+// maxFailedListed bounds status.failed.
+const maxFailedListed = 20
