@@ -66,7 +66,10 @@ func compileRule(i int, s RuleSpec) (*Rule, error) {
 	r := &Rule{index: i, group: s.Group, kind: s.Kind, namespace: s.Namespace, name: s.Name}
 	var errs []error
 	for j, p := range s.JSONPointers {
-		tokens, err := parsePointer(p)
+		tokens, err := ParsePointer(p)
+		if err == nil && p == "" {
+			err = errors.New("empty pointer would hide the whole object")
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ignore[%d].jsonPointers[%d] %q: %w", i, j, p, err))
 			continue
@@ -283,11 +286,11 @@ func (t *pathTrie) walk(tokens []string) bool {
 	return n.end
 }
 
-// parsePointer splits an RFC 6901 JSON pointer into unescaped reference
-// tokens.
-func parsePointer(p string) ([]string, error) {
+// ParsePointer splits an RFC 6901 JSON pointer into unescaped reference
+// tokens; "" is the whole document (no tokens).
+func ParsePointer(p string) ([]string, error) {
 	if p == "" {
-		return nil, errors.New("empty pointer would hide the whole object")
+		return nil, nil
 	}
 	if p[0] != '/' {
 		return nil, errors.New(`a JSON pointer starts with "/"`)

@@ -329,13 +329,13 @@ func TestParsePointer(t *testing.T) {
 		{"/spec/containers/0", []string{"spec", "containers", "0"}},
 	}
 	for _, tt := range tests {
-		got, err := parsePointer(tt.in)
+		got, err := ParsePointer(tt.in)
 		if err != nil || !slices.Equal(got, tt.want) {
-			t.Errorf("parsePointer(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			t.Errorf("ParsePointer(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 		// Round trip with the pointers Compare writes.
 		if p := pointer(got); p != tt.in && tt.in != "/a~1b/c~0d/~01" {
-			t.Errorf("pointer(parsePointer(%q)) = %q", tt.in, p)
+			t.Errorf("pointer(ParsePointer(%q)) = %q", tt.in, p)
 		}
 	}
 }

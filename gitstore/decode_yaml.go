@@ -126,6 +126,14 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// YAMLValue turns a YAML node into the JSON-compatible value Render makes of
+// it: aliases and merge keys resolved (explicit keys win), scalars as nil,
+// bool, int64, float64 or string. Errors name the line.
+func YAMLValue(n *yaml.Node) (any, error) {
+	c := yamlConverter{}
+	return c.value(n)
+}
+
 // yamlConverter turns yaml nodes into JSON-compatible values.
 type yamlConverter struct {
 	count int

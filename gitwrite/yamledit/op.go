@@ -1,10 +1,11 @@
 package yamledit
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/driftguard/driftguard/drift"
 )
 
 // Op is one change to an object: set the value at Pointer, or delete it.
@@ -56,7 +57,7 @@ func Edit(file string, data []byte, target Target, ops []Op) ([]byte, error) {
 	}
 	parsed := make([]parsedOp, len(ops))
 	for i, op := range ops {
-		tokens, err := ParsePointer(op.Pointer)
+		tokens, err := drift.ParsePointer(op.Pointer)
 		if err != nil {
 			return nil, fmt.Errorf("%s: pointer %q: %w", file, op.Pointer, err)
 		}
@@ -113,39 +114,4 @@ func isPrefix(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// ParsePointer splits an RFC 6901 JSON pointer into unescaped reference
-// tokens; "" is the whole document.
-func ParsePointer(p string) ([]string, error) {
-	if p == "" {
-		return nil, nil
-	}
-	if p[0] != '/' {
-		return nil, errors.New(`a JSON pointer starts with "/"`)
-	}
-	parts := strings.Split(p[1:], "/")
-	for i, part := range parts {
-		if !strings.Contains(part, "~") {
-			continue
-		}
-		var b strings.Builder
-		for j := 0; j < len(part); j++ {
-			if part[j] != '~' {
-				b.WriteByte(part[j])
-				continue
-			}
-			if j+1 == len(part) || (part[j+1] != '0' && part[j+1] != '1') {
-				return nil, fmt.Errorf("invalid escape in %q: ~ must be followed by 0 or 1", part)
-			}
-			if part[j+1] == '0' {
-				b.WriteByte('~')
-			} else {
-				b.WriteByte('/')
-			}
-			j++
-		}
-		parts[i] = b.String()
-	}
-	return parts, nil
 }

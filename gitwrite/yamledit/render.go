@@ -230,7 +230,7 @@ func writeJSON(b *strings.Builder, n *yaml.Node, prefix, unit, nl string) error 
 // jsonScalar writes a scalar as JSON: a number keeps its text when that is
 // valid JSON.
 func jsonScalar(n *yaml.Node) (string, error) {
-	v, err := scalarValue(n)
+	v, err := valueOf(n)
 	if err != nil {
 		return "", err
 	}

@@ -8,92 +8,16 @@ import (
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/driftguard/driftguard/gitstore"
 )
 
 // maxValues bounds what one document may expand to through aliases.
 const maxValues = 1 << 20
 
-// valueOf turns a node into a JSON-compatible value, resolving aliases and
-// merge keys as gitstore does: scalars become nil, bool, int64, float64 or
-// string; explicit keys win over merged ones.
-func valueOf(n *yaml.Node) (any, error) {
-	c := converter{}
-	return c.value(n)
-}
-
-type converter struct{ count int }
-
-func (c *converter) value(n *yaml.Node) (any, error) {
-	c.count++
-	if c.count > maxValues {
-		return nil, fmt.Errorf("line %d: document expands to more than %d values", n.Line, maxValues)
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil, nil
-		}
-		return c.value(n.Content[0])
-	case yaml.AliasNode:
-		if n.Alias == nil {
-			return nil, fmt.Errorf("line %d: unknown alias %q", n.Line, n.Value)
-		}
-		return c.value(n.Alias)
-	case yaml.SequenceNode:
-		out := make([]any, 0, len(n.Content))
-		for _, e := range n.Content {
-			v, err := c.value(e)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	case yaml.MappingNode:
-		out := map[string]any{}
-		if err := c.mapping(n, out, false); err != nil {
-			return nil, err
-		}
-		return out, nil
-	case yaml.ScalarNode:
-		return scalarValue(n)
-	}
-	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
-}
-
-func (c *converter) mapping(n *yaml.Node, out map[string]any, merged bool) error {
-	var merges []*yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if isMergeKey(k) {
-			merges = append(merges, v)
-			continue
-		}
-		key := resolve(k)
-		if key.Kind != yaml.ScalarNode {
-			return fmt.Errorf("line %d: map key is not a string", k.Line)
-		}
-		if _, set := out[key.Value]; set && merged {
-			continue
-		}
-		val, err := c.value(v)
-		if err != nil {
-			return err
-		}
-		out[key.Value] = val
-	}
-	for _, m := range merges {
-		for _, src := range mergeSources(m) {
-			if src.Kind != yaml.MappingNode {
-				return fmt.Errorf("line %d: merge value is not a mapping", src.Line)
-			}
-			if err := c.mapping(src, out, true); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+// valueOf turns a node into a JSON-compatible value, as the guard's
+// renderer does.
+func valueOf(n *yaml.Node) (any, error) { return gitstore.YAMLValue(n) }
 
 // mergeSources returns the mappings a merge key's value names.
 func mergeSources(v *yaml.Node) []*yaml.Node {
@@ -117,36 +41,6 @@ func resolve(n *yaml.Node) *yaml.Node {
 		n = n.Alias
 	}
 	return n
-}
-
-func scalarValue(n *yaml.Node) (any, error) {
-	switch n.ShortTag() {
-	case "!!null":
-		return nil, nil
-	case "!!bool":
-		var b bool
-		if err := n.Decode(&b); err != nil {
-			return nil, fmt.Errorf("line %d: bool %q: %w", n.Line, n.Value, err)
-		}
-		return b, nil
-	case "!!int":
-		var i int64
-		if err := n.Decode(&i); err == nil {
-			return i, nil
-		}
-		var f float64
-		if err := n.Decode(&f); err != nil {
-			return nil, fmt.Errorf("line %d: int %q out of range", n.Line, n.Value)
-		}
-		return f, nil
-	case "!!float":
-		var f float64
-		if err := n.Decode(&f); err != nil {
-			return nil, fmt.Errorf("line %d: float %q: %w", n.Line, n.Value, err)
-		}
-		return f, nil
-	}
-	return n.Value, nil
 }
 
 // applyValue applies ops to a decoded object (a copy is modified).
