@@ -75,46 +75,9 @@ type Fetcher struct {
 // every (path, render options) rendered from it. mu serializes fetches of
 // the remote.
 type remoteRepo struct {
-	mu   sync.Mutex
-	repo *git.Repository
-	last map[renderKey]*rendered
-	tick uint64 // counts lookups, to find the least recently used entry
-}
-
-// renderKey is what a snapshot is rendered from besides the revision.
-type renderKey struct {
-	dir  string // cleaned path
-	opts string // RenderOptions.Hash
-}
-
-// maxRendered bounds the snapshots kept per remote: one per (path,
-// options) in use, so options that changed (new variables) do not pile up.
-const maxRendered = 16
-
-// rendered is the outcome of rendering one path at one revision.
-type rendered struct {
-	revision string
-	snap     *Snapshot
-	err      error // a render error, cached so a bad revision is not rendered again
-	used     uint64
-}
-
-// remember caches the outcome of k, dropping the least recently used
-// entry when the remote holds too many.
-func (rr *remoteRepo) remember(k renderKey, r *rendered) {
-	rr.tick++
-	r.used = rr.tick
-	rr.last[k] = r
-	for len(rr.last) > maxRendered {
-		var oldest renderKey
-		var at uint64
-		for key, e := range rr.last {
-			if at == 0 || e.used < at {
-				oldest, at = key, e.used
-			}
-		}
-		delete(rr.last, oldest)
-	}
+	mu      sync.Mutex
+	repo    *git.Repository
+	renders RenderCache
 }
 
 // NewFetcher returns a Fetcher that keeps its repositories below cacheDir.
@@ -136,7 +99,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 		return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("a %s source is not fetched with Git", req.Kind)}
 	}
 	dir := cleanDir(req.Path)
-	key := renderKey{dir: dir, opts: req.Render.Hash()}
+	key := RenderKeyOf(req)
 	rr := f.remote(req.URL)
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
@@ -165,11 +128,9 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	if rng != nil {
 		log = log.WithValues("semver", rng.text, "tag", refName.Short())
 	}
-	if last := rr.last[key]; last != nil && last.revision == sha {
-		rr.tick++
-		last.used = rr.tick
+	if last := rr.renders.Get(key); last != nil && last.Revision == sha {
 		log.V(2).Info("revision unchanged")
-		return sha, last.snap, last.err
+		return sha, last.Snap, last.Err
 	}
 
 	commit, err := f.commit(ctx, rr, req.URL, hash, refName, auth)
@@ -192,11 +153,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 			return sha, nil, fmt.Errorf("render %s at %s: %w", dir, sha, err)
 		}
 		err = fmt.Errorf("render %s at %s: %w", dir, sha, err)
-		rr.remember(key, &rendered{revision: sha, err: err})
+		rr.renders.Put(key, &Rendered{Revision: sha, Err: err})
 		log.Info("render failed", "error", err.Error())
 		return sha, nil, err
 	}
-	rr.remember(key, &rendered{revision: sha, snap: snap})
+	rr.renders.Put(key, &Rendered{Revision: sha, Snap: snap})
 	log.V(1).Info("fetched", "objects", len(snap.Objects))
 	return sha, snap, nil
 }
@@ -206,7 +167,7 @@ func (f *Fetcher) remote(u string) *remoteRepo {
 	defer f.mu.Unlock()
 	rr := f.repos[u]
 	if rr == nil {
-		rr = &remoteRepo{last: map[renderKey]*rendered{}}
+		rr = &remoteRepo{}
 		f.repos[u] = rr
 	}
 	return rr

@@ -48,7 +48,7 @@ func newTransport() *http.Transport {
 // state is what the Fetcher keeps of one source between fetches.
 type state struct {
 	mu      sync.Mutex
-	renders renders
+	renders gitstore.RenderCache
 	// content is the files of revision rev, for Files.
 	content fs.FS
 	rev     string
@@ -104,15 +104,15 @@ func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *git
 		return "", nil, fetchError(req, err)
 	}
 	log := f.log.WithValues("kind", req.Kind, "url", req.URL, "revision", t.rev)
-	key := renderKey{dir: cleanDir(req.Path), opts: req.Render.Hash()}
-	if last := st.renders.get(key); last != nil && last.revision == t.rev {
+	key := gitstore.RenderKeyOf(req)
+	if last := st.renders.Get(key); last != nil && last.Revision == t.rev {
 		log.V(2).Info("revision unchanged")
-		return t.rev, last.snap, last.err
+		return t.rev, last.Snap, last.Err
 	}
 	fsys, dir, err := t.load(ctx)
 	var re *gitstore.RenderError
 	if errors.As(err, &re) {
-		st.renders.put(key, &rendered{revision: t.rev, err: err})
+		st.renders.Put(key, &gitstore.Rendered{Revision: t.rev, Err: err})
 		log.Info("artifact refused", "error", err.Error())
 		return t.rev, nil, err
 	}
@@ -120,7 +120,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *git
 		return "", nil, fetchError(req, err)
 	}
 	st.content, st.rev = fsys, t.rev
-	dir = path.Join(dir, key.dir)
+	dir = path.Join(dir, key.Dir())
 	src := gitstore.Source{URL: req.URL, Revision: t.rev}
 	objs, err := gitstore.RenderWith(fsys, dir, src, req.Render)
 	var snap *gitstore.Snapshot
@@ -132,11 +132,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *git
 		if !errors.As(err, &re) {
 			return t.rev, nil, err
 		}
-		st.renders.put(key, &rendered{revision: t.rev, err: err})
+		st.renders.Put(key, &gitstore.Rendered{Revision: t.rev, Err: err})
 		log.Info("render failed", "error", err.Error())
 		return t.rev, nil, err
 	}
-	st.renders.put(key, &rendered{revision: t.rev, snap: snap})
+	st.renders.Put(key, &gitstore.Rendered{Revision: t.rev, Snap: snap})
 	log.V(1).Info("fetched", "objects", len(snap.Objects))
 	return t.rev, snap, nil
 }
@@ -221,52 +221,4 @@ func orRoot(dir string) string {
 		return "the root"
 	}
 	return dir
-}
-
-// renderKey is what a snapshot is rendered from besides the revision.
-type renderKey struct{ dir, opts string }
-
-// rendered is the outcome of rendering one revision.
-type rendered struct {
-	revision string
-	snap     *gitstore.Snapshot
-	err      error
-	used     uint64
-}
-
-// renders keeps the last outcome per (path, options), the least recently
-// used dropped beyond maxRendered.
-type renders struct {
-	last map[renderKey]*rendered
-	tick uint64
-}
-
-const maxRendered = 16
-
-func (r *renders) get(k renderKey) *rendered {
-	e := r.last[k]
-	if e != nil {
-		r.tick++
-		e.used = r.tick
-	}
-	return e
-}
-
-func (r *renders) put(k renderKey, e *rendered) {
-	if r.last == nil {
-		r.last = map[renderKey]*rendered{}
-	}
-	r.tick++
-	e.used = r.tick
-	r.last[k] = e
-	for len(r.last) > maxRendered {
-		var oldest renderKey
-		var at uint64
-		for key, v := range r.last {
-			if at == 0 || v.used < at {
-				oldest, at = key, v.used
-			}
-		}
-		delete(r.last, oldest)
-	}
 }

@@ -1,12 +1,10 @@
 package chart
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,24 +21,6 @@ import (
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/harness"
 )
-
-// syncBuffer collects the guard's log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 const (
 	releaseNS = "driftguard-system"
@@ -94,7 +74,7 @@ func TestRBAC(t *testing.T) {
 	})
 
 	// The guard, as the chart's ServiceAccount.
-	var logs syncBuffer
+	var logs harness.Buffer
 	log := zap.New(zap.WriteTo(&logs))
 	ctrllog.SetLogger(log)
 	cfg := rest.CopyConfig(cluster.Config)
@@ -113,7 +93,7 @@ func TestRBAC(t *testing.T) {
 	opts.DeploymentName = release
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var audit syncBuffer
+	var audit harness.Buffer
 	go func() { done <- app.Run(ctx, cfg, opts, log, &audit) }()
 	defer func() {
 		cancel()

@@ -38,7 +38,7 @@ func TestHelmAndTheRunningGuard(t *testing.T) {
 		return strings.TrimSpace(out + errOut), err
 	}
 
-	var logs syncBuffer
+	var logs harness.Buffer
 	log := zap.New(zap.WriteTo(&logs))
 	cfg := rest.CopyConfig(cluster.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + releaseNS + ":" + release}
@@ -57,7 +57,7 @@ func TestHelmAndTheRunningGuard(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	var audit syncBuffer
+	var audit harness.Buffer
 	go func() { done <- app.Run(ctx, cfg, opts, log, &audit) }()
 
 	registered := func() error {

@@ -3,7 +3,6 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,23 +17,6 @@ import (
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/test/harness"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestDemo(t *testing.T) {
 	if missing := devenv.MissingBinaries(devenv.DefaultBinDir(), true); len(missing) > 0 {
@@ -53,7 +34,7 @@ func TestDemo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "dev", "--dir", dir, "--interval", "1h", "--examples", filepath.Join(root, "examples/shop"))
-	var stdout, stderr syncBuffer
+	var stdout, stderr harness.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,28 +17,10 @@ import (
 	"github.com/driftguard/driftguard/test/harness"
 )
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startShard runs the driftguard binary for one shard against
 // the harness's API server, without a webhook; it returns its metrics URL
 // and its stdout (audit records).
-func startShard(t *testing.T, shard string) (metricsURL string, out *syncBuffer) {
+func startShard(t *testing.T, shard string) (metricsURL string, out *harness.Buffer) {
 	t.Helper()
 	dir := t.TempDir()
 	bin, err := harness.Binary()
@@ -51,7 +32,7 @@ func startShard(t *testing.T, shard string) (metricsURL string, out *syncBuffer)
 		t.Fatal(err)
 	}
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-	out = &syncBuffer{}
+	out = &harness.Buffer{}
 	logs, err := os.Create(filepath.Join(dir, "shard.log"))
 	if err != nil {
 		t.Fatal(err)
