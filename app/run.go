@@ -211,7 +211,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	applier.Applied = healthTracker.Applied
 	driftStatus := &reconcile.DriftStatus{Client: mgr.GetClient(), Drift: watcher, Health: healthTracker, Store: store, Log: log.WithName("drift-status")}
 	watcher.Changed = driftStatus.Changed
-	watcher.HealthChanged = driftStatus.Changed
+	watcher.HealthChanged = driftStatus.HealthChanged
 	healthTracker.Recheck = driftStatus.Recheck
 	for _, r := range []manager.Runnable{watcher, driftStatus} {
 		if err := mgr.Add(r); err != nil {

@@ -38,26 +38,40 @@ type DriftStatus struct {
 	Period  time.Duration
 	Log     logr.Logger
 
-	mu sync.Mutex
-	// pending Guards: true when the informer saw a change, false when
-	// health is only to be summed up again (Recheck).
-	pending map[string]bool
+	mu      sync.Mutex
+	pending map[string]pendingWork
 }
 
-// Changed marks a Guard whose drift or health changed.
-func (d *DriftStatus) Changed(guard string) { d.mark(guard, true) }
+// pendingWork is what is to be done for a Guard at the next period.
+type pendingWork struct {
+	// changed: the informer saw a change, so the status is written even if
+	// it looks the same in the (possibly stale) cache.
+	changed bool
+	// health: sum up health again (its sum costs a look at every object,
+	// so a change of drift alone does not).
+	health bool
+}
+
+// Changed marks a Guard whose set of drifted objects changed.
+func (d *DriftStatus) Changed(guard string) { d.mark(guard, pendingWork{changed: true}) }
+
+// HealthChanged marks a Guard one of whose objects changed health state.
+func (d *DriftStatus) HealthChanged(guard string) {
+	d.mark(guard, pendingWork{changed: true, health: true})
+}
 
 // Recheck marks a Guard whose health is to be summed up again though no
 // object changed (HealthTracker.Recheck); its status is written only if
 // the new summary differs from it.
-func (d *DriftStatus) Recheck(guard string) { d.mark(guard, false) }
+func (d *DriftStatus) Recheck(guard string) { d.mark(guard, pendingWork{health: true}) }
 
-func (d *DriftStatus) mark(guard string, changed bool) {
+func (d *DriftStatus) mark(guard string, w pendingWork) {
 	d.mu.Lock()
 	if d.pending == nil {
-		d.pending = map[string]bool{}
+		d.pending = map[string]pendingWork{}
 	}
-	d.pending[guard] = d.pending[guard] || changed
+	p := d.pending[guard]
+	d.pending[guard] = pendingWork{changed: p.changed || w.changed, health: p.health || w.health}
 	d.mu.Unlock()
 }
 
@@ -79,15 +93,15 @@ func (d *DriftStatus) Start(ctx context.Context) error {
 		guards := d.pending
 		d.pending = nil
 		d.mu.Unlock()
-		for guard, changed := range guards {
-			if err := d.patch(ctx, guard, changed); err != nil && !apierrors.IsNotFound(err) {
+		for guard, w := range guards {
+			if err := d.patch(ctx, guard, w); err != nil && !apierrors.IsNotFound(err) {
 				d.Log.Error(err, "update drift status", "guard", guard)
 			}
 		}
 	}
 }
 
-func (d *DriftStatus) patch(ctx context.Context, guard string, changed bool) error {
+func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) error {
 	var g v1alpha1.Guard
 	if err := d.Client.Get(ctx, client.ObjectKey{Name: guard}, &g); err != nil {
 		return err
@@ -97,7 +111,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, changed bool) err
 	status := map[string]any{"driftedObjects": n, "drifted": orNull(names)}
 	after := g.Status.DeepCopy()
 	after.DriftedObjects, after.Drifted = n, names
-	if d.Health != nil && d.Store != nil && g.Status.LastAppliedRevision != "" {
+	if w.health && d.Health != nil && d.Store != nil && g.Status.LastAppliedRevision != "" {
 		if snap, ok := d.Store.Snapshot(guard); ok {
 			sum := d.Health.Summarize(ctx, &g, snap)
 			setHealth(after, sum)
@@ -108,7 +122,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, changed bool) err
 			status["conditions"] = after.Conditions
 		}
 	}
-	if !changed && apiequality.Semantic.DeepEqual(&g.Status, after) {
+	if !w.changed && apiequality.Semantic.DeepEqual(&g.Status, after) {
 		return nil // a recheck that found nothing new
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": g.ResourceVersion}, "status": status})
@@ -119,7 +133,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, changed bool) err
 		if apierrors.IsConflict(err) {
 			// The Guard changed since it was read (the cache may lag
 			// behind a reconcile's status write): try again next period.
-			d.mark(guard, true)
+			d.mark(guard, pendingWork{changed: true, health: w.health})
 			return nil
 		}
 		return err
