@@ -27,6 +27,13 @@ type Options struct {
 	NotifyPeriod time.Duration
 	// Concurrent is how many Guards are reconciled at once.
 	Concurrent int
+	// ApplyConcurrency is how many objects of a Guard are applied at once.
+	ApplyConcurrency int
+	// KubeAPIQPS and KubeAPIBurst bound the guard's own requests to the API
+	// server (client-go's token bucket); API Priority and Fairness on the
+	// server shares it among clients.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// Shard limits this process to Guards labelled driftguard.io/shard=Shard
 	// (empty: Guards without the label).
 	Shard string
@@ -87,6 +94,9 @@ func DefaultOptions() Options {
 		DefaultInterval:   time.Minute,
 		Workers:           4,
 		Concurrent:        4,
+		ApplyConcurrency:  16,
+		KubeAPIQPS:        1000,
+		KubeAPIBurst:      2000,
 		NotifyPeriod:      time.Minute,
 		WebhookAddr:       "127.0.0.1:9443",
 		WebhookHosts:      []string{"127.0.0.1", "localhost"},
@@ -118,6 +128,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DefaultInterval, "default-interval", o.DefaultInterval, "full reconcile interval for Guards that set none")
 	fs.IntVar(&o.Workers, "drift-workers", o.Workers, "workers comparing and reverting drift in parallel")
 	fs.IntVar(&o.Concurrent, "concurrent", o.Concurrent, "Guards reconciled at once")
+	fs.IntVar(&o.ApplyConcurrency, "apply-concurrency", o.ApplyConcurrency, "objects of one Guard applied at once")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second the guard sends to the API server at most, on average (the API server's priority and fairness shares it among clients)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests the guard may send at once above --kube-api-qps")
 	fs.StringVar(&o.NotifySecret, "notify-secret", o.NotifySecret, "Secret (in --namespace) whose key \"address\" is a URL: sync failures, Degraded Guards and drift are posted there as JSON")
 	fs.DurationVar(&o.NotifyPeriod, "notify-period", o.NotifyPeriod, "at most one notification of a kind per Guard in this period; the next one counts those held back")
 	fs.StringVar(&o.Shard, "shard", o.Shard, "reconcile only Guards labelled driftguard.io/shard=NAME (empty: only Guards without that label)")
@@ -183,6 +196,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Concurrent < 1 {
 		return fmt.Errorf("--concurrent: must be at least 1, got %d", o.Concurrent)
+	}
+	if o.ApplyConcurrency < 1 {
+		return fmt.Errorf("--apply-concurrency: must be at least 1, got %d", o.ApplyConcurrency)
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst: must be above 0, got %g and %d", o.KubeAPIQPS, o.KubeAPIBurst)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--drift-workers: must be at least 1, got %d", o.Workers)

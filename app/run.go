@@ -81,9 +81,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		out = os.Stdout
 	}
 	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 200, 400
-	}
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Logger:                  log,
@@ -186,7 +184,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			return fmt.Errorf("--ignore-file: %w", err)
 		}
 	}
-	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules}
+	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules, Concurrency: o.ApplyConcurrency}
 	watcher := &informer.Watcher{
 		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: store, Reverter: reverter{applier},
 		Policy: engine, Settings: settings, Audit: auditLog, LabelKey: reconcile.GuardLabel,

@@ -152,8 +152,15 @@ func (s *eventSink) remember(name string) {
 	s.order = append(s.order, name)
 }
 
-// event builds the Event for r, or returns nil when r names no object.
+// event builds the Event for r, or returns nil when r names no object or
+// is a routine apply or prune: a revision of thousands of objects would
+// otherwise make as many Events, and the reconciler already sums each
+// apply up in one Event on the Guard (RevisionApplied, Pruned). Failures,
+// drift, reverts and decisions get an Event on the object.
 func (s *eventSink) event(r Record) (*corev1.Event, error) {
+	if (r.Type == Apply || r.Type == Prune) && r.Error == "" {
+		return nil, nil
+	}
 	obj := r.Object
 	if obj.Name == "" {
 		if r.Guard == "" {
@@ -245,15 +252,9 @@ func eventReason(r Record) string {
 		}
 		return "DriftReverted"
 	case Apply:
-		if r.Error != "" {
-			return "ApplyFailed"
-		}
-		return "Applied"
+		return "ApplyFailed" // a successful one has no Event
 	case Prune:
-		if r.Error != "" {
-			return "PruneFailed"
-		}
-		return "Pruned"
+		return "PruneFailed"
 	case Recreate:
 		if r.Error != "" {
 			return "RecreateFailed"

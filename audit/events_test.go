@@ -73,6 +73,16 @@ func TestEventSink(t *testing.T) {
 			wantMessage: []string{"error: conflict"},
 		},
 		{
+			name:     "a successful apply has no event of its own (the Guard's RevisionApplied sums it up)",
+			rec:      Record{Time: when, Type: Apply, Action: "configured", Object: web},
+			wantNone: true,
+		},
+		{
+			name:     "a successful prune has no event of its own (the Guard's Pruned sums it up)",
+			rec:      Record{Time: when, Type: Prune, Action: "deleted", Object: web},
+			wantNone: true,
+		},
+		{
 			name:   "guard-level error goes on the Guard",
 			rec:    Record{Time: when, Type: Error, Guard: "infra", Error: "fetch: connection refused"},
 			wantNS: "default", wantRef: corev1.ObjectReference{APIVersion: "driftguard.io/v1alpha1", Kind: "Guard", Name: "infra"},

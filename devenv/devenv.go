@@ -78,6 +78,7 @@ type Cluster struct {
 	guard    *guard // kills envtest's processes if this process crashes
 	stopped  bool
 
+	etcdPID int      // envtest's etcd
 	apiPID  int      // envtest's kube-apiserver, until StopAPIServer
 	apiArgv []string // its command line, to start it again
 	apiLog  *os.File
@@ -242,7 +243,7 @@ func (c *Cluster) startControlPlane(o Options) error {
 	if len(pids) != 2 {
 		c.log.Info("could not find envtest's etcd and kube-apiserver; they may outlive a crash", "found", pids)
 	} else {
-		c.apiPID, c.apiLog = pids[1], apiLog
+		c.etcdPID, c.apiPID, c.apiLog = pids[0], pids[1], apiLog
 		c.apiArgv = cmdline(c.apiPID)
 	}
 	if c.guard, err = startGuard(pids); err != nil {
@@ -345,6 +346,20 @@ func (c *Cluster) Stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ControlPlanePIDs returns the process ids of etcd and kube-apiserver (0
+// when unknown), to measure their CPU time.
+func (c *Cluster) ControlPlanePIDs() (etcd, apiserver int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.api != nil {
+		return c.etcdPID, c.api.pid
+	}
+	if c.apiDown {
+		return c.etcdPID, 0
+	}
+	return c.etcdPID, c.apiPID
 }
 
 // PIDs returns the process ids of the child processes devenv started itself

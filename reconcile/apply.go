@@ -155,12 +155,13 @@ func (a *Applier) ApplyEach(ctx context.Context, objs []*gitstore.Object, opts A
 }
 
 // DefaultApplyConcurrency is the Applier's Concurrency when it sets none.
-const DefaultApplyConcurrency = 4
+const DefaultApplyConcurrency = 16
 
 // applyStage applies objs, up to Concurrency at once, and returns the
 // entries of the objects it attempted, in the order of objs. cutOff is true
 // when an object failed because the API server could not be reached: no
-// object is handed out after that.
+// object is handed out after that, and objects in flight that fail the same
+// way count as not attempted.
 func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, opts ApplyOptions, each func(Entry)) (entries []Entry, cutOff bool) {
 	workers := a.Concurrency
 	if workers <= 0 {
@@ -177,8 +178,11 @@ func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, opts 
 				o := objs[i]
 				action, err := a.applyOne(ctx, o, opts)
 				if err != nil {
-					if unreachable(err) {
-						unreachableSeen.Store(true)
+					// The first object to find the API server unreachable
+					// stands for all: the others in flight then are left
+					// as not attempted, not one error record each.
+					if unreachable(err) && !unreachableSeen.CompareAndSwap(false, true) {
+						continue
 					}
 					err = fmt.Errorf("apply %s (%s:%d): %w", o.Key, o.Source.Path, o.Source.Line, err)
 					action = Failed

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/harness"
 )
 
@@ -107,8 +108,9 @@ func TestGuardKilledDuringApply(t *testing.T) {
 }
 
 // maxInFlight bounds the records a SIGKILL can take with it: the objects
-// being applied at once and the records in the audit queue's last batch.
-const maxInFlight = 16
+// being applied at once (--apply-concurrency) and as many again in the
+// audit queue's batch being written.
+const maxInFlight = 2 * reconcile.DefaultApplyConcurrency
 
 // checkApplyRecords checks the audit trail of an apply of applyObjects
 // ConfigMaps of ns: every line of the file sink is a record, the file holds

@@ -250,7 +250,7 @@ func (p *Process) LogContains(substr string) bool {
 func (p *Process) Mem() (rss, hwm float64) { return ProcMem(p.PID) }
 
 // CPUSeconds returns the user and system CPU time the process used.
-func (p *Process) CPUSeconds() float64 { return float64(ProcCPUTicks(p.PID)) / clockTicks }
+func (p *Process) CPUSeconds() float64 { return float64(ProcCPUTicks(p.PID)) / ClockTicks }
 
 // Metric scrapes the guard's /metrics and returns the sum of the samples of
 // name whose labels contain every one of labels (`sink="file"`).
@@ -355,8 +355,8 @@ func (p *Process) NotifyPush(ctx context.Context, url string) error {
 	return nil
 }
 
-// clockTicks is sysconf(_SC_CLK_TCK) on Linux.
-const clockTicks = 100
+// ClockTicks is sysconf(_SC_CLK_TCK) on Linux.
+const ClockTicks = 100
 
 // ProcMem returns VmRSS and VmHWM of pid in MiB (0 when unreadable).
 func ProcMem(pid int) (rss, hwm float64) {
