@@ -276,7 +276,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		Deadline: o.WebhookTimeout * 4 / 5, Log: log.WithName("webhook"),
 	}
 	validator.Init()
-	stamper := &webhook.Stamper{Store: store, Options: applier.Options, Log: log.WithName("webhook")}
+	stamper := &webhook.Stamper{Validator: validator}
 	server := webhook.NewServer(o.WebhookAddr, tls.Certificate{}, validator, stamper, log.WithName("webhook"))
 	server.GetCertificate = certs.GetCertificate
 	server.MinVersion, _ = o.tlsMinVersion()

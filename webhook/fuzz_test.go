@@ -25,7 +25,7 @@ func FuzzReviewDecoder(f *testing.F) {
 	}
 	var buf bytes.Buffer
 	v := newValidator(f, &buf)
-	m := &Stamper{Store: v.Store}
+	m := &Stamper{Validator: v}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, h := range []http.Handler{v, m} {
 			req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))

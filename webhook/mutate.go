@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"net/http"
 	"strings"
 	"time"
@@ -11,56 +10,50 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 )
 
-// Stamper is the mutating webhook: on a change that makes a managed object
-// differ from Git it stamps who made it (ChangedByAnnotation), so the drift
-// record that follows names a person and not only a field manager.
+// Stamper is the mutating webhook, which decides the CREATE and UPDATE of
+// managed objects (the validating one decides their DELETE and scale): it
+// puts the request to the Validator, so that the API server calls the guard
+// once per change, not twice. A denial is answered here. An admitted change
+// that was put to the policy is stamped with who made it and the request's
+// UID (ChangedByAnnotation), so that the drift record that follows names a
+// person and not only a field manager.
 type Stamper struct {
-	Store *gitstore.Store
-	// Options, when set, gives the comparison options (ignore rules) for an object.
-	Options func(desired *unstructured.Unstructured, live map[string]any) drift.Options
-	Log     logr.Logger
+	Validator *Validator
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
-// ServeHTTP answers one mutating AdmissionReview. It never denies: a request
-// it cannot read is admitted unchanged.
+// ServeHTTP answers one mutating AdmissionReview.
 func (s *Stamper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	serveReview(w, r, s.Log, s.Review)
+	serveReview(w, r, s.Validator.Log, s.Review)
 }
 
-// Review returns the response for one request, with a JSON patch when it stamps.
-func (s *Stamper) Review(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// Review decides one request and, when it admits a decided change, returns
+// the stamp as a JSON patch.
+func (s *Stamper) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.SubResource != "" || (req.Operation != admissionv1.Update && req.Operation != admissionv1.Create) {
-		return allowed()
+		return allowed() // not registered for these: the validating webhook decides them
 	}
-	key := requestKey(schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}, req)
-	_, want, ok := s.Store.Lookup(key)
-	if !ok {
-		return allowed()
-	}
-	obj, changes, err := changesOf(req, want, s.Options)
-	if err != nil || len(changes) == 0 {
-		return allowed()
+	out := s.Validator.review(ctx, req)
+	if !out.resp.Allowed || !out.decided {
+		return out.resp
 	}
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
 	stamp := v1alpha1.ChangedBy{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, Time: now().UTC().Truncate(time.Second), RequestUID: string(req.UID)}
-	patch, err := json.Marshal(stampPatch(obj, stamp.String()))
+	patch, err := json.Marshal(stampPatch(out.object, stamp.String()))
 	if err != nil {
-		return allowed()
+		return out.resp
 	}
 	pt := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}
+	out.resp.Patch, out.resp.PatchType = patch, &pt
+	return out.resp
 }
 
 type patchOp struct {

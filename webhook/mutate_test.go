@@ -14,28 +14,37 @@ import (
 )
 
 func TestStamper(t *testing.T) {
-	var buf bytes.Buffer
-	v := newValidator(t, &buf)
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	s := &Stamper{Store: v.Store, Now: func() time.Time { return now }}
 	scaled := strings.Replace(desiredDeployment, `"replicas":3`, `"replicas":5`, 1)
 	annotated := strings.Replace(scaled, `"labels"`, `"annotations":{"a":"b"},"labels"`, 1)
 	tests := []struct {
-		name string
-		req  *admissionv1.AdmissionRequest
-		path string // of the patch; "" for no patch
+		name    string
+		req     *admissionv1.AdmissionRequest
+		allowed bool
+		path    string // of the patch; "" for no patch
+		records int    // decision records
 	}{
-		{"change to a Git field, no annotations yet", request(admissionv1.Update, "alice", "", scaled), "/metadata/annotations"},
-		{"change to a Git field, annotations there", request(admissionv1.Update, "alice", "", annotated), "/metadata/annotations/driftguard.io~1changed-by"},
-		{"no Git field changes", request(admissionv1.Update, "alice", "", desiredDeployment), ""},
-		{"scale subresource", request(admissionv1.Update, "alice", "scale", `{"kind":"Scale","spec":{"replicas":5}}`), ""},
-		{"delete", request(admissionv1.Delete, "alice", "", desiredDeployment), ""},
+		{"admitted change to a Git field, no annotations yet", request(admissionv1.Update, "driftguard", "", scaled), true, "/metadata/annotations", 1},
+		{"admitted change to a Git field, annotations there", request(admissionv1.Update, "driftguard", "", annotated), true, "/metadata/annotations/driftguard.io~1changed-by", 1},
+		{"denied change: the denial, no stamp", request(admissionv1.Update, "alice", "", scaled), false, "", 1},
+		{"no Git field changes: nothing to decide", request(admissionv1.Update, "alice", "", desiredDeployment), true, "", 0},
+		{"scale subresource: left to the validating webhook", request(admissionv1.Update, "alice", "scale", `{"kind":"Scale","spec":{"replicas":5}}`), true, "", 0},
+		{"delete: left to the validating webhook", request(admissionv1.Delete, "alice", "", desiredDeployment), true, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			v := newValidator(t, &buf)
+			s := &Stamper{Validator: v, Now: func() time.Time { return now }}
 			resp := s.Review(context.Background(), tt.req)
-			if !resp.Allowed {
-				t.Fatal("the stamper must never deny")
+			if resp.Allowed != tt.allowed {
+				t.Fatalf("allowed = %v, want %v (%+v)", resp.Allowed, tt.allowed, resp.Result)
+			}
+			if err := v.Audit.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(buf.String(), `"type":"decision"`); n != tt.records {
+				t.Fatalf("%d decision records, want %d: %s", n, tt.records, buf.String())
 			}
 			if tt.path == "" {
 				if resp.Patch != nil {
@@ -47,10 +56,6 @@ func TestStamper(t *testing.T) {
 			if err := json.Unmarshal(resp.Patch, &ops); err != nil || len(ops) != 1 || ops[0].Path != tt.path {
 				t.Fatalf("patch %s: %v", resp.Patch, err)
 			}
-			raw, _ := json.Marshal(ops[0].Value)
-			if !strings.Contains(string(raw), `alice`) {
-				t.Fatalf("stamp does not name the user: %s", raw)
-			}
 			var value string
 			if m, ok := ops[0].Value.(map[string]any); ok {
 				value, _ = m[v1alpha1.ChangedByAnnotation].(string)
@@ -58,7 +63,7 @@ func TestStamper(t *testing.T) {
 				value, _ = ops[0].Value.(string)
 			}
 			stamp, ok := v1alpha1.ParseChangedBy(value)
-			if !ok || stamp.User != "alice" || !stamp.Time.Equal(now) || stamp.RequestUID != "uid-1" {
+			if !ok || stamp.User != "driftguard" || !stamp.Time.Equal(now) || stamp.RequestUID != "uid-1" {
 				t.Fatalf("stamp = %+v (%q)", stamp, value)
 			}
 		})

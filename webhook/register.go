@@ -104,14 +104,14 @@ const (
 )
 
 // Configuration builds the ValidatingWebhookConfiguration, with rules for
-// the managed resources only. It has three webhooks: one for managed objects,
-// selected by the inventory label (an edit that removes the label still
-// matches, on its old object); one for their scale subresource, whose
-// requests carry no labels to select on; and one for CREATE of objects
-// without the label, for orphan control (an object Git manages that is
-// missing, or a new object in a namespace a Guard owns), which always fails
-// open so that an unavailable guard never blocks creating objects it does not
-// manage.
+// the managed resources only. It has three webhooks: one for the DELETE of
+// managed objects, selected by the inventory label (their CREATE and UPDATE
+// go to the mutating webhook, MutatingConfiguration); one for their scale
+// subresource, whose requests carry no labels to select on; and one for
+// CREATE of objects without the label, for orphan control (an object Git
+// manages that is missing, or a new object in a namespace a Guard owns),
+// which always fails open so that an unavailable guard never blocks creating
+// objects it does not manage.
 func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhookConfiguration {
 	none := admissionregistrationv1.SideEffectClassNone
 	fp := r.FailurePolicy
@@ -145,37 +145,39 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 			MatchConditions:         r.matchConditions(),
 		}
 	}
-	cud := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
 	managed := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: r.LabelKey, Operator: metav1.LabelSelectorOpExists}}}
 	unmanaged := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: r.LabelKey, Operator: metav1.LabelSelectorOpDoesNotExist}}}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{managedByLabel: FieldManager}},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("objects.driftguard.io", rules(r.Resources, cud, ""), &fp, managed),
+			hook("objects.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, ""), &fp, managed),
 			hook("scale.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, "/scale"), &fp, &metav1.LabelSelector{}),
 			hook("orphans.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, ""), &ignore, unmanaged),
 		},
 	}
 }
 
-// MutatingConfiguration builds the MutatingWebhookConfiguration that stamps
-// who changed a managed object. It always fails open: a missing stamp only
-// makes a drift record name a field manager instead of a person.
+// MutatingConfiguration builds the MutatingWebhookConfiguration whose one
+// webhook decides the CREATE and UPDATE of managed objects (selected by the
+// inventory label, old object or new, so an edit that removes the label is
+// still seen) and stamps who made an admitted change (Stamper): one call to
+// the guard per change, where a validating webhook besides would make two.
+// It has the configured failure policy, and is called again when a later
+// mutating webhook changes the object, so that the decision is about the
+// object as it will be stored.
 func (r Registration) MutatingConfiguration() *admissionregistrationv1.MutatingWebhookConfiguration {
 	v := r.Configuration().Webhooks[0]
-	ignore := admissionregistrationv1.Ignore
-	never := admissionregistrationv1.NeverReinvocationPolicy
-	cc := r.clientConfigFor(MutatePath)
+	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{managedByLabel: FieldManager}},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name: "stamp.driftguard.io", ClientConfig: cc,
+			Name: v.Name, ClientConfig: r.clientConfigFor(MutatePath),
 			Rules:         rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, ""),
-			FailurePolicy: &ignore, MatchPolicy: v.MatchPolicy, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds,
+			FailurePolicy: v.FailurePolicy, MatchPolicy: v.MatchPolicy, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds,
 			AdmissionReviewVersions: v.AdmissionReviewVersions, NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector,
-			MatchConditions: v.MatchConditions, ReinvocationPolicy: &never,
+			MatchConditions: v.MatchConditions, ReinvocationPolicy: &ifNeeded,
 		}},
 	}
 }

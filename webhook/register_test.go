@@ -19,6 +19,12 @@ func TestConfigurationRules(t *testing.T) {
 	for _, w := range cfg.Webhooks {
 		byName[w.Name] = w
 	}
+	m := reg.MutatingConfiguration().Webhooks[0]
+	if m.ReinvocationPolicy == nil || *m.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
+		t.Errorf("mutating webhook is not called again after later mutations: %v", m.ReinvocationPolicy)
+	}
+	byName["mutating "+m.Name] = admissionregistrationv1.ValidatingWebhook{Name: m.Name, Rules: m.Rules, FailurePolicy: m.FailurePolicy,
+		NamespaceSelector: m.NamespaceSelector, ObjectSelector: m.ObjectSelector}
 	tests := []struct {
 		hook      string
 		groups    [][]string
@@ -27,8 +33,10 @@ func TestConfigurationRules(t *testing.T) {
 		failure   admissionregistrationv1.FailurePolicyType
 		selector  string // operator on the label
 	}{
+		{"mutating objects.driftguard.io", [][]string{{""}, {"apps"}}, [][]string{{"configmaps"}, {"deployments", "statefulsets"}},
+			[]admissionregistrationv1.OperationType{"CREATE", "UPDATE"}, admissionregistrationv1.Fail, "Exists"},
 		{"objects.driftguard.io", [][]string{{""}, {"apps"}}, [][]string{{"configmaps"}, {"deployments", "statefulsets"}},
-			[]admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"}, admissionregistrationv1.Fail, "Exists"},
+			[]admissionregistrationv1.OperationType{"DELETE"}, admissionregistrationv1.Fail, "Exists"},
 		{"scale.driftguard.io", [][]string{{""}, {"apps"}}, [][]string{{"configmaps/scale"}, {"deployments/scale", "statefulsets/scale"}},
 			[]admissionregistrationv1.OperationType{"UPDATE"}, admissionregistrationv1.Fail, ""},
 		{"orphans.driftguard.io", [][]string{{""}, {"apps"}}, [][]string{{"configmaps"}, {"deployments", "statefulsets"}},

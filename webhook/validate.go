@@ -70,19 +70,33 @@ func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Review decides one admission request.
 func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	return v.review(ctx, req).resp
+}
+
+// reviewed is what review did with a request.
+type reviewed struct {
+	resp *admissionv1.AdmissionResponse
+	// decided: the request was put to the policy (or its failure policy)
+	// and the decision recorded.
+	decided bool
+	// object is the incoming object, when the request was decided.
+	object map[string]any
+}
+
+func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionRequest) reviewed {
 	if v.Deadline > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, v.Deadline)
 		defer cancel()
 	}
 	if !v.acquire(ctx) {
-		return v.undecided(req, "driftguard is overloaded")
+		return reviewed{resp: v.undecided(req, "driftguard is overloaded")}
 	}
 	defer v.release()
 
 	gvk, ok := v.managedKind(req)
 	if !ok || req.Name == "" {
-		return allowed()
+		return reviewed{resp: allowed()}
 	}
 	key := requestKey(gvk, req)
 	guard, want, ok := v.Store.Lookup(key)
@@ -90,14 +104,14 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		if req.Operation == admissionv1.Create && key.Namespace != "" && req.SubResource == "" {
 			return v.reviewOrphan(ctx, req, gvk, key)
 		}
-		return allowed()
+		return reviewed{resp: allowed()}
 	}
 	incoming, changes, err := changesOf(req, want, v.Options)
 	if err != nil {
-		return v.undecided(req, err.Error())
+		return reviewed{resp: v.undecided(req, err.Error())}
 	}
 	if len(changes) == 0 && req.Operation != admissionv1.Delete {
-		return allowed() // nothing Git sets would change
+		return reviewed{resp: allowed()} // nothing Git sets would change
 	}
 
 	in := policy.Input{
@@ -136,7 +150,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 			PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(want.Source),
 			RequestUID: string(req.UID), DryRun: in.DryRun, Error: err.Error(),
 		})
-		return resp
+		return reviewed{resp: resp, decided: true, object: incoming}
 	}
 	policyAction := d.Action
 	d = v.enforce(guard, want, d)
@@ -151,16 +165,14 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		rec.PolicyAction = string(policyAction)
 	}
 	v.Audit.Log(ctx, rec)
+	out := reviewed{resp: allowed(), decided: true, object: incoming}
 	switch d.Action {
 	case policy.Deny:
-		return denied(denialMessage(key, want, req, changes, d))
+		out.resp = denied(denialMessage(key, want, req, changes, d))
 	case policy.Warn:
-		r := allowed()
-		r.Warnings = []string{warningMessage(key, want, changes, d)}
-		return r
-	default: // allow, and revert (the informer puts Git's state back)
-		return allowed()
-	}
+		out.resp.Warnings = []string{warningMessage(key, want, changes, d)}
+	} // allow, and revert (the informer puts Git's state back): admitted
+	return out
 }
 
 // requestKey is the store key of the object a request is about.
@@ -176,14 +188,14 @@ func requestKey(gvk schema.GroupVersionKind, req *admissionv1.AdmissionRequest) 
 // namespace a Guard owns (one whose Namespace object is in Git): the policy
 // sees it with orphan true and no desired object. Other creates of unknown
 // objects are admitted without asking.
-func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.AdmissionRequest, gvk schema.GroupVersionKind, key gitstore.ObjectKey) *admissionv1.AdmissionResponse {
+func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.AdmissionRequest, gvk schema.GroupVersionKind, key gitstore.ObjectKey) reviewed {
 	guard, ns, ok := v.Store.Lookup(gitstore.ObjectKey{Kind: "Namespace", Name: req.Namespace})
 	if !ok {
-		return allowed()
+		return reviewed{resp: allowed()}
 	}
 	obj, err := decodeObject(req.Object.Raw)
 	if err != nil {
-		return v.undecided(req, fmt.Sprintf("decode %s of %s/%s: %v", req.Kind.Kind, req.Namespace, req.Name, err))
+		return reviewed{resp: v.undecided(req, fmt.Sprintf("decode %s of %s/%s: %v", req.Kind.Kind, req.Namespace, req.Name, err))}
 	}
 	in := policy.Input{
 		Operation: string(req.Operation),
@@ -211,7 +223,7 @@ func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.Admission
 			PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(ns.Source),
 			RequestUID: string(req.UID), DryRun: in.DryRun, Error: err.Error(),
 		})
-		return resp
+		return reviewed{resp: resp, decided: true, object: obj}
 	}
 	v.Audit.Log(ctx, audit.Record{
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
@@ -221,15 +233,14 @@ func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.Admission
 		RequestUID: string(req.UID), DryRun: in.DryRun,
 	})
 	msg := orphanMessage(key, req.Namespace, ns, d)
+	out := reviewed{resp: allowed(), decided: true, object: obj}
 	switch d.Action {
 	case policy.Deny:
-		return denied(msg)
+		out.resp = denied(msg)
 	case policy.Warn:
-		r := allowed()
-		r.Warnings = []string{msg}
-		return r
+		out.resp.Warnings = []string{msg}
 	}
-	return allowed()
+	return out
 }
 
 // replayInput is the policy input as recorded for replay: without the object

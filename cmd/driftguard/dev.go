@@ -142,7 +142,7 @@ driftguard is guarding a local cluster.
 Try:
   %[4]s --kubeconfig %[1]s get guards,deploy,pods -A
   %[4]s --kubeconfig %[1]s scale deploy/web --replicas=5 -n shop        # denied: the message names the Git file
-  %[4]s --kubeconfig %[1]s delete validatingwebhookconfiguration driftguard && \
+  %[4]s --kubeconfig %[1]s delete validatingwebhookconfiguration,mutatingwebhookconfiguration driftguard && \
     %[4]s --kubeconfig %[1]s patch configmap web-config -n shop -p '{"data":{"greeting":"hi"}}'   # reverted at once
 Edit a file in %[3]s, then: git -C %[3]s commit -am change && git -C %[3]s push   # applied at once (push receiver), else at the next interval (%[5]s)
 Ctrl-C stops everything.

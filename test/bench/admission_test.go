@@ -23,18 +23,17 @@ func (e *env) saveWebhooks(ctx context.Context) error {
 	}
 	e.vwc = vwc.DeepCopy()
 	clearServerFields(&e.vwc.ObjectMeta)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		mwc, err := adm.MutatingWebhookConfigurations().Get(ctx, e.webhookName, metav1.GetOptions{})
-		if err == nil {
+		switch {
+		case err == nil:
 			e.mwc = mwc.DeepCopy()
 			clearServerFields(&e.mwc.ObjectMeta)
 			return nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return err
+		case !apierrors.IsNotFound(err) || time.Now().After(deadline):
+			return fmt.Errorf("mutating webhook configuration %s: %w", e.webhookName, err)
 		}
 	}
-	return nil
 }
 
 func clearServerFields(m *metav1.ObjectMeta) {
@@ -45,26 +44,25 @@ func clearServerFields(m *metav1.ObjectMeta) {
 
 // setAdmission makes the guard's validating and mutating webhook
 // configurations present or absent, and waits until the API server acts on
-// the validating one: a patch by alice of the managed ConfigMap ns/probe is
-// denied, or admitted. The mutating one gives no such signal; it was changed
-// first and gets the same time plus half a second.
-func (e *env) setAdmission(b *testing.B, validating, mutating bool, alice kubernetes.Interface, ns, probe string) {
+// them: a patch by alice of the managed ConfigMap ns/probe is denied (by the
+// mutating webhook, which decides updates), or admitted. The validating one
+// gives no such signal; it was changed first and gets the same time plus
+// half a second.
+func (e *env) setAdmission(b *testing.B, on bool, alice kubernetes.Interface, ns, probe string) {
 	b.Helper()
 	ctx := context.Background()
 	adm := e.kube.AdmissionregistrationV1()
-	if e.mwc != nil {
-		ensure(b, mutating, func() error {
-			_, err := adm.MutatingWebhookConfigurations().Create(ctx, e.mwc, metav1.CreateOptions{})
-			return err
-		}, func() error {
-			return adm.MutatingWebhookConfigurations().Delete(ctx, e.mwc.Name, metav1.DeleteOptions{})
-		})
-	}
-	ensure(b, validating, func() error {
+	ensure(b, on, func() error {
 		_, err := adm.ValidatingWebhookConfigurations().Create(ctx, e.vwc, metav1.CreateOptions{})
 		return err
 	}, func() error {
 		return adm.ValidatingWebhookConfigurations().Delete(ctx, e.vwc.Name, metav1.DeleteOptions{})
+	})
+	ensure(b, on, func() error {
+		_, err := adm.MutatingWebhookConfigurations().Create(ctx, e.mwc, metav1.CreateOptions{})
+		return err
+	}, func() error {
+		return adm.MutatingWebhookConfigurations().Delete(ctx, e.mwc.Name, metav1.DeleteOptions{})
 	})
 	deadline := time.Now().Add(15 * time.Second)
 	for i := 0; ; i++ {
@@ -73,11 +71,11 @@ func (e *env) setAdmission(b *testing.B, validating, mutating bool, alice kubern
 		if err != nil && !denied {
 			b.Fatalf("probe patch of %s/%s: %v", ns, probe, err)
 		}
-		if denied == validating {
+		if denied == on {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("validating webhook present=%v not in effect within 15s", validating)
+			b.Fatalf("webhooks present=%v not in effect within 15s", on)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -95,7 +95,7 @@ type env struct {
 	// The webhook configurations as the guard registered them, without
 	// server-set fields, to re-create them after setAdmission deleted them.
 	vwc *admissionregistrationv1.ValidatingWebhookConfiguration
-	mwc *admissionregistrationv1.MutatingWebhookConfiguration // nil when the guard registers none
+	mwc *admissionregistrationv1.MutatingWebhookConfiguration
 }
 
 var (

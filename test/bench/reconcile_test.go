@@ -167,9 +167,7 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 	createKubectl := kubectl()
 	check("v0")
 	alice := e.userClient(b, "alice", []string{"system:masters", "dev"})
-	if e.vwc != nil {
-		e.setAdmission(b, true, e.mwc != nil, alice, applyNS, cmName(0))
-	}
+	e.setAdmission(b, true, alice, applyNS, cmName(0))
 
 	// Each round: the guard as it runs (webhook configurations as it
 	// registers them), kubectl, and (not with -quick), to show what the
@@ -183,11 +181,11 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 		roundServerCPU = append(roundServerCPU, guardServerCPU[len(guardServerCPU)-1])
 		kubectlTimes = append(kubectlTimes, kubectl())
 		check(value)
-		if e.vwc != nil && !*quick {
-			e.setAdmission(b, false, false, alice, applyNS, cmName(0))
+		if !*quick {
+			e.setAdmission(b, false, alice, applyNS, cmName(0))
 			value += "-bare"
 			bareTimes = append(bareTimes, guardApply(write(value)))
-			e.setAdmission(b, true, e.mwc != nil, alice, applyNS, cmName(0))
+			e.setAdmission(b, true, alice, applyNS, cmName(0))
 		}
 	}
 	b.StopTimer()

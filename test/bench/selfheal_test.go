@@ -65,13 +65,13 @@ func healSetup(b *testing.B) *healFixture {
 	b.Helper()
 	e := guardEnv(b)
 	if heal.env == e && heal.fx != nil {
-		e.setAdmission(b, false, false, heal.fx.alice, healNS, cmName(0))
+		e.setAdmission(b, false, heal.fx.alice, healNS, cmName(0))
 		return heal.fx
 	}
 	e.configMapGuard(b, healGuard, healNS, healSizes().objects, true)
 	fx := &healFixture{env: e, alice: e.userClient(b, "alice", []string{"system:masters", "dev"})}
 	// Webhook off: the API server calls no webhook, as with WebhookRegister=false.
-	e.setAdmission(b, false, false, fx.alice, healNS, cmName(0))
+	e.setAdmission(b, false, fx.alice, healNS, cmName(0))
 	// Our informer lives as long as the environment, not one benchmark.
 	w, err := watchConfigMaps(e.kube, healNS)
 	if err != nil {

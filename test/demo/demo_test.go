@@ -81,7 +81,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("scale not denied as expected: %v\n%s", err, out)
 	}
 	// 3. With the webhook off a patch is reverted, and the audit line names the field.
-	if out, err := kubectl("delete", "validatingwebhookconfiguration", "driftguard"); err != nil {
+	if out, err := kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", "driftguard"); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
 	if out, err := kubectl("patch", "configmap", "web-config", "-n", "shop", "-p", `{"data":{"greeting":"hi"}}`); err != nil {

@@ -19,7 +19,9 @@ func patchValue(value string) []string {
 
 // TestWarnEnforcementAdmitsWithWarningAndReverts: with enforcement warn the
 // change is admitted, kubectl prints the warning, and the informer reverts
-// it, recording the person the mutating webhook stamped.
+// it, recording the person the mutating webhook stamped. The mutating
+// webhook decided the change; the validating one, seeing the stamp of that
+// request, was not called: one decision record.
 func TestWarnEnforcementAdmitsWithWarningAndReverts(t *testing.T) {
 	t.Parallel()
 	const ns = "warn"
@@ -39,6 +41,12 @@ func TestWarnEnforcementAdmitsWithWarningAndReverts(t *testing.T) {
 	})
 	if rec.User != "alice" || rec.Manager != "kubectl-patch" {
 		t.Fatalf("drift record must name the person (stamp) and the manager: user %q manager %q", rec.User, rec.Manager)
+	}
+	decisions := h.Audit.Find(func(r audit.Record) bool {
+		return r.Type == audit.Decision && r.Guard == repo.Guard && r.Object.Name == "cm"
+	})
+	if len(decisions) != 1 || decisions[0].Action != "warn" || decisions[0].User != "alice" || decisions[0].RequestUID == "" {
+		t.Fatalf("want one warn decision by alice for the patch, got %+v", decisions)
 	}
 }
 
