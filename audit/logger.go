@@ -90,7 +90,7 @@ type Stats struct {
 type Logger struct {
 	log          logr.Logger
 	sinks        []*sinkState
-	queue        chan item
+	queue        chan *item // pointers: a queue of 4096 Records by value would hold 1.6 MB while empty
 	backoff      []time.Duration
 	drainTimeout time.Duration
 
@@ -126,7 +126,7 @@ func NewLogger(log logr.Logger, queueSize int, sinks ...Sink) *Logger {
 	}
 	l := &Logger{
 		log:          log,
-		queue:        make(chan item, queueSize),
+		queue:        make(chan *item, queueSize),
 		backoff:      defaultBackoff,
 		drainTimeout: defaultDrainTimeout,
 		stopping:     make(chan struct{}),
@@ -166,7 +166,7 @@ func (l *Logger) Log(ctx context.Context, r Record) {
 	}
 	recordsTotal.WithLabelValues(string(r.Type), r.Action).Inc()
 
-	it := item{rec: r}
+	it := &item{rec: r}
 	for {
 		l.mu.RLock()
 		switch l.state {
@@ -255,7 +255,7 @@ func (l *Logger) Flush(ctx context.Context) error {
 	switch l.state {
 	case stateOpen:
 		select {
-		case l.queue <- item{flush: done}:
+		case l.queue <- &item{flush: done}:
 			l.mu.RUnlock()
 		case <-ctx.Done():
 			l.mu.RUnlock()
@@ -383,7 +383,7 @@ type collected struct {
 
 // collect takes first and whatever else is queued, up to maxBatch records,
 // stopping after the first Flush marker.
-func (l *Logger) collect(first item) collected {
+func (l *Logger) collect(first *item) collected {
 	var c collected
 	it := first
 	for {
