@@ -380,6 +380,7 @@ func idleInterval(b *testing.B, ctx context.Context, guard *harness.Process, adm
 		b.Fatal(err)
 	}
 	rssIdle, hwm := guard.Mem()
+	anonIdle, fileIdle := harness.ProcRSSParts(guard.PID)
 	if os.Getenv("DRIFTGUARD_KEEP_BENCH") != "" {
 		if err := guard.SaveHeapProfile(filepath.Join(dir, "heap.pprof")); err != nil {
 			b.Logf("heap profile: %v", err)
@@ -406,6 +407,7 @@ func idleInterval(b *testing.B, ctx context.Context, guard *harness.Process, adm
 			{"RSS at start-up, before the Guard (MiB)", fmt.Sprintf("%.1f", run.rssStart), ""},
 			{"RSS after apply (MiB)", fmt.Sprintf("%.1f", run.rssApplied), "≤ 150"},
 			{"RSS after the idle reconcile (MiB)", fmt.Sprintf("%.1f", rssIdle), "≤ 150"},
+			{"  of which anonymous (the process's own) / file-backed (binary pages mapped) (MiB)", fmt.Sprintf("%.1f / %.1f", anonIdle, fileIdle), ""},
 			{"peak RSS, VmHWM (MiB)", fmt.Sprintf("%.1f (%.1f at Ready)", hwm, run.hwmApplied), ""},
 			{"heap in use after GC: start / applied (MiB)", fmt.Sprintf("%.1f / %.1f", run.heapStart, run.heapApplied), ""},
 			{"idle interval (s): Ready+3s → next fetch → CPU still for 3s", fmt.Sprintf("%.1f (fetch after %.1f)", t1.Sub(t0).Seconds(), tFetch.Sub(t0).Seconds()), ""},

@@ -381,6 +381,31 @@ func ProcMem(pid int) (rss, hwm float64) {
 	return rss, hwm
 }
 
+// ProcRSSParts returns the anonymous and the file-backed part of pid's
+// resident set in MiB (0, 0 when unreadable): memory the process owns, and
+// pages of its binary (and other files) the kernel has mapped for it, which
+// are page cache shared with every process that maps the file.
+func ProcRSSParts(pid int) (anon, file float64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "RssAnon:":
+			anon = kb / 1024
+		case "RssFile:":
+			file = kb / 1024
+		}
+	}
+	return anon, file
+}
+
 // ProcCPUTicks returns utime+stime of pid in clock ticks (0 when unreadable).
 func ProcCPUTicks(pid int) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
