@@ -141,7 +141,7 @@ func FieldsOf(cs []drift.Change) []Field {
 
 // ObjectOf names a desired object in a record.
 func ObjectOf(o *gitstore.Object) Object {
-	gvk := o.Obj.GroupVersionKind()
+	gvk := o.GVK()
 	return Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
 }
 

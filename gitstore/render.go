@@ -241,7 +241,7 @@ func documentObjects(v any, line int, itemLines []int) ([]*Object, error) {
 		return nil, errAt(line, "%w", err)
 	}
 	u := &unstructured.Unstructured{Object: m}
-	return []*Object{{Key: KeyOf(u), Obj: u, Source: Source{Line: line}}}, nil
+	return []*Object{NewObject(u, Source{Line: line})}, nil
 }
 
 // validate checks the fields every object needs.

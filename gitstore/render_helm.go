@@ -357,21 +357,22 @@ func (r *renderer) defaultNamespace(objs []*Object, ns string) {
 		if o.Key.Group != "apiextensions.k8s.io" || o.Key.Kind != "CustomResourceDefinition" {
 			continue
 		}
-		scope, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "scope")
-		group, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(o.Obj().Object, "spec", "scope")
+		group, _, _ := unstructured.NestedString(o.Obj().Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Obj().Object, "spec", "names", "kind")
 		if scope == "Cluster" {
 			clusterKinds[group+"/"+kind] = true
 		}
 	}
 	for _, o := range objs {
-		if o.Obj.GetNamespace() != "" || clusterKinds[o.Key.Group+"/"+o.Key.Kind] {
+		if o.Key.Namespace != "" || clusterKinds[o.Key.Group+"/"+o.Key.Kind] {
 			continue
 		}
-		if openapi.IsCertainlyClusterScoped(kyaml.TypeMeta{APIVersion: o.Obj.GetAPIVersion(), Kind: o.Key.Kind}) {
+		if openapi.IsCertainlyClusterScoped(kyaml.TypeMeta{APIVersion: o.GVK().GroupVersion().String(), Kind: o.Key.Kind}) {
 			continue
 		}
-		o.Obj.SetNamespace(ns)
-		o.Key = KeyOf(o.Obj)
+		u := o.Obj()
+		u.SetNamespace(ns)
+		o.SetObj(u)
 	}
 }

@@ -213,7 +213,7 @@ func TestRenderHelm(t *testing.T) {
 					continue
 				}
 				for p, want := range fields {
-					v, _, _ := nested(o.Obj.Object, strings.Split(p, "."))
+					v, _, _ := nested(o.Obj().Object, strings.Split(p, "."))
 					if gotJSON, wantJSON := mustJSON(t, v), mustJSON(t, want); gotJSON != wantJSON {
 						t.Errorf("%s %s = %s, want %s", key, p, gotJSON, wantJSON)
 					}
@@ -244,7 +244,7 @@ func TestRenderHelmEncryptedValues(t *testing.T) {
 	}
 	for _, o := range objs {
 		if o.Key.Kind == "Deployment" {
-			if r, _, _ := nested(o.Obj.Object, []string{"spec", "replicas"}); r != int64(7) {
+			if r, _, _ := nested(o.Obj().Object, []string{"spec", "replicas"}); r != int64(7) {
 				t.Errorf("replicas = %v, want 7 from the encrypted values file", r)
 			}
 			return

@@ -151,7 +151,7 @@ func (r *renderer) kustomize(dir, kfile string) []*Object {
 			continue
 		}
 		u := &unstructured.Unstructured{Object: m}
-		objs = append(objs, &Object{Key: KeyOf(u), Obj: u, Source: Source{URL: r.src.URL, Revision: r.src.Revision, Path: where, Line: line}})
+		objs = append(objs, NewObject(u, Source{URL: r.src.URL, Revision: r.src.Revision, Path: where, Line: line}))
 	}
 	return objs
 }

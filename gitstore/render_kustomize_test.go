@@ -146,7 +146,7 @@ func TestRenderKustomize(t *testing.T) {
 				if o.Source.URL != "u" || o.Source.Revision != "r" {
 					t.Errorf("object %d source %+v", i, o.Source)
 				}
-				if _, has := o.Obj.GetAnnotations()[originAnnotation]; has {
+				if _, has := o.Obj().GetAnnotations()[originAnnotation]; has {
 					t.Errorf("object %d keeps the origin annotation the guard asked for", i)
 				}
 			}
@@ -167,7 +167,7 @@ func TestRenderKustomizeKeepsRequestedOrigins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := objs[0].Obj.GetAnnotations()[originAnnotation]; !strings.Contains(got, "path: cm.yaml") {
+	if got := objs[0].Obj().GetAnnotations()[originAnnotation]; !strings.Contains(got, "path: cm.yaml") {
 		t.Errorf("origin annotation = %q, want the one the kustomization asked for", got)
 	}
 }
@@ -185,7 +185,7 @@ func TestRenderKustomizeSOPS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sd, _ := objs[0].Obj.Object["stringData"].(map[string]any)
+	sd, _ := objs[0].Obj().Object["stringData"].(map[string]any)
 	if sd["password"] != "hunter2-very-secret" || objs[0].Source.Path != "app/secret.yaml" {
 		t.Errorf("decrypted secret = %v from %s", sd, objs[0].Source.Path)
 	}

@@ -144,8 +144,8 @@ func TestRender(t *testing.T) {
 				if o.Source.URL != src.URL || o.Source.Revision != src.Revision {
 					t.Errorf("%s: source %+v does not carry URL and revision", o.Key, o.Source)
 				}
-				if KeyOf(o.Obj) != o.Key {
-					t.Errorf("%s: KeyOf(Obj) = %s", o.Key, KeyOf(o.Obj))
+				if KeyOf(o.Obj()) != o.Key {
+					t.Errorf("%s: KeyOf(Obj) = %s", o.Key, KeyOf(o.Obj()))
 				}
 			}
 			if len(got) != len(tt.want) {
@@ -183,7 +183,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, v := objs[0].Obj.Object, objs[1].Obj.Object
+	j, v := objs[0].Obj().Object, objs[1].Obj().Object
 	checks := []struct {
 		name      string
 		got, want any
@@ -199,9 +199,9 @@ spec:
 		{"quoted", v["spec"].(map[string]any)["str"], "007"},
 		{"timestamp kept as text", v["spec"].(map[string]any)["date"], "2024-01-02"},
 		{"list int", v["spec"].(map[string]any)["list"].([]any)[0], int64(1)},
-		{"merge", objs[1].Obj.GetAnnotations()["a"], "1"},
-		{"merge keeps explicit", objs[1].Obj.GetAnnotations()["b"], "2"},
-		{"alias", objs[1].Obj.GetLabels()["a"], "1"},
+		{"merge", objs[1].Obj().GetAnnotations()["a"], "1"},
+		{"merge keeps explicit", objs[1].Obj().GetAnnotations()["b"], "2"},
+		{"alias", objs[1].Obj().GetLabels()["a"], "1"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

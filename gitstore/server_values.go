@@ -1,8 +1,6 @@
 package gitstore
 
 import (
-	"reflect"
-
 	"github.com/driftguard/driftguard/drift"
 )
 
@@ -24,7 +22,7 @@ func (o *Object) SetServerValues(sv drift.ServerValues) { o.server.Store(&sv) }
 // Drift compares the object with live through drift.Compare and filters the
 // result through the server values.
 func (o *Object) Drift(live map[string]any, opts drift.Options) []drift.Change {
-	changes := drift.Compare(o.Obj.Object, live, opts)
+	changes := drift.Compare(o.Obj().Object, live, opts)
 	if len(changes) == 0 {
 		return nil
 	}
@@ -45,7 +43,7 @@ func (s *Snapshot) InheritServerValues(prev *Snapshot) {
 			continue
 		}
 		sv, checked := p.ServerValues()
-		if checked && reflect.DeepEqual(p.Obj.Object, o.Obj.Object) {
+		if checked && o.sameContent(p) {
 			o.SetServerValues(sv)
 		}
 	}

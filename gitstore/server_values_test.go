@@ -15,7 +15,7 @@ func TestServerValuesAndInherit(t *testing.T) {
 			"metadata": map[string]any{"name": name, "namespace": "ns"},
 			"spec":     map[string]any{"extra": extra},
 		}}
-		return &Object{Key: KeyOf(u), Obj: u}
+		return NewObject(u, Source{})
 	}
 	snap := func(objs ...*Object) *Snapshot {
 		s, err := NewSnapshot("u", "r", objs)
@@ -33,7 +33,7 @@ func TestServerValuesAndInherit(t *testing.T) {
 	if got := a.Drift(pruned, drift.Options{}); len(got) != 1 {
 		t.Fatalf("unchecked: the pruned field is drift by text: %v", got)
 	}
-	a.SetServerValues(drift.ServerValuesOf(a.Obj.Object, pruned, drift.Options{}))
+	a.SetServerValues(drift.ServerValuesOf(a.Obj().Object, pruned, drift.Options{}))
 	if got := a.Drift(pruned, drift.Options{}); len(got) != 0 {
 		t.Fatalf("with server values the pruned field is no drift: %v", got)
 	}

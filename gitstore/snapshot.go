@@ -2,14 +2,11 @@ package gitstore
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"fmt"
-	"github.com/driftguard/driftguard/drift"
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -19,15 +16,6 @@ type Source struct {
 	Revision string `json:"revision"`
 	Path     string `json:"path"` // file path relative to the repository root, slash-separated
 	Line     int    `json:"line"` // 1-based line where the object's document starts
-}
-
-// Object is one rendered manifest and where it comes from.
-type Object struct {
-	Key    ObjectKey
-	Obj    *unstructured.Unstructured // JSON-compatible values only
-	Source Source
-
-	server atomic.Pointer[drift.ServerValues] // see ServerValues
 }
 
 // Snapshot is the immutable desired state of one revision. Callers must not
@@ -61,7 +49,7 @@ func NewSnapshot(url, revision string, objs []*Object) (*Snapshot, error) {
 	seen := map[schema.GroupVersionKind]bool{}
 	var dups RenderErrors
 	for i, o := range objs {
-		if o == nil || o.Obj == nil {
+		if o == nil || o.Obj() == nil {
 			return nil, fmt.Errorf("new snapshot: object %d is nil", i)
 		}
 		if prev, dup := s.byKey[o.Key]; dup {
@@ -73,7 +61,7 @@ func NewSnapshot(url, revision string, objs []*Object) (*Snapshot, error) {
 			continue
 		}
 		s.byKey[o.Key] = o
-		gvk := o.Obj.GroupVersionKind()
+		gvk := o.GVK()
 		if !seen[gvk] {
 			seen[gvk] = true
 			s.kinds = append(s.kinds, gvk)
@@ -88,6 +76,14 @@ func NewSnapshot(url, revision string, objs []*Object) (*Snapshot, error) {
 	}
 	sortGVKs(s.kinds)
 	return s, nil
+}
+
+// Freeze keeps every object as compact JSON from now on (see Object). Call
+// it once the objects are finished, while holding the snapshot (Claim).
+func (s *Snapshot) Freeze() {
+	for _, o := range s.Objects {
+		o.freeze()
+	}
 }
 
 // Get returns the object with key k.

@@ -73,14 +73,14 @@ func TestRenderSOPS(t *testing.T) {
 				t.Fatalf("got %d objects, want %d", len(objs), len(tt.want))
 			}
 			for _, o := range objs {
-				want, ok := tt.want[o.Obj.GetName()]
+				want, ok := tt.want[o.Obj().GetName()]
 				if !ok {
 					t.Fatalf("unexpected object %s", o.Key)
 				}
-				if _, has := o.Obj.Object["sops"]; has {
+				if _, has := o.Obj().Object["sops"]; has {
 					t.Errorf("%s keeps its sops metadata", o.Key)
 				}
-				sd, _ := o.Obj.Object["stringData"].(map[string]any)
+				sd, _ := o.Obj().Object["stringData"].(map[string]any)
 				got, _ := sd["password"].(string)
 				if got == "" {
 					got, _ = sd["token"].(string)
@@ -88,7 +88,7 @@ func TestRenderSOPS(t *testing.T) {
 				if got != want {
 					t.Errorf("%s: secret value = %q, want %q", o.Key, got, want)
 				}
-				if l, ok := tt.lines[o.Obj.GetName()]; ok && o.Source.Line != l {
+				if l, ok := tt.lines[o.Obj().GetName()]; ok && o.Source.Line != l {
 					t.Errorf("%s at line %d, want %d", o.Key, o.Source.Line, l)
 				}
 			}

@@ -16,7 +16,7 @@ func obj(apiVersion, kind, ns, name string) *Object {
 		"apiVersion": apiVersion, "kind": kind,
 		"metadata": map[string]any{"name": name, "namespace": ns},
 	}}
-	return &Object{Key: KeyOf(u), Obj: u, Source: Source{Path: name + ".yaml", Line: 1}}
+	return NewObject(u, Source{Path: name + ".yaml", Line: 1})
 }
 
 func snapshot(t testing.TB, rev string, objs ...*Object) *Snapshot {

@@ -44,10 +44,10 @@ func (r *renderer) substituteAll(objs []*Object) []*Object {
 }
 
 func (r *renderer) substitute(o *Object) error {
-	if o.Obj.GetAnnotations()[SubstituteAnnotation] == "disabled" {
+	if o.Obj().GetAnnotations()[SubstituteAnnotation] == "disabled" {
 		return nil
 	}
-	text, err := yaml.Marshal(o.Obj.Object)
+	text, err := yaml.Marshal(o.Obj().Object)
 	if err != nil {
 		return fmt.Errorf("substitute variables: %w", err)
 	}
@@ -91,8 +91,7 @@ func (r *renderer) substitute(o *Object) error {
 	if err := validate(m); err != nil {
 		return fmt.Errorf("after substituting variables: %w", err)
 	}
-	o.Obj = &unstructured.Unstructured{Object: m}
-	o.Key = KeyOf(o.Obj)
+	o.SetObj(&unstructured.Unstructured{Object: m})
 	return nil
 }
 

@@ -55,12 +55,12 @@ func TestSubstitute(t *testing.T) {
 			}
 			o := objs[0]
 			for p, want := range tt.check {
-				got, _, _ := nested(o.Obj.Object, strings.Split(p, "."))
+				got, _, _ := nested(o.Obj().Object, strings.Split(p, "."))
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("%s = %#v, want %#v", p, got, want)
 				}
 			}
-			if o.Key.Name != o.Obj.GetName() || o.Key.Namespace != o.Obj.GetNamespace() {
+			if o.Key.Name != o.Obj().GetName() || o.Key.Namespace != o.Obj().GetNamespace() {
 				t.Errorf("key %s does not follow the substituted name", o.Key)
 			}
 			if o.Source.Path != "apps/web.yaml" || o.Source.Line != 1 {
@@ -90,16 +90,16 @@ func TestSubstituteOffLeavesManifestsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if objs[0].Obj.GetName() != "web-${CLUSTER}" {
-		t.Errorf("name = %q: substituted without vars", objs[0].Obj.GetName())
+	if objs[0].Obj().GetName() != "web-${CLUSTER}" {
+		t.Errorf("name = %q: substituted without vars", objs[0].Obj().GetName())
 	}
 	disabled := strings.Replace(substDeploy, "  annotations:\n", "  annotations:\n    driftguard.io/substitute: disabled\n", 1)
 	objs, err = RenderWith(files("apps/web.yaml", disabled), "", Source{}, RenderOptions{Vars: map[string]string{}})
 	if err != nil {
 		t.Fatalf("an object with substitution disabled: %v", err)
 	}
-	if objs[0].Obj.GetName() != "web-${CLUSTER}" {
-		t.Errorf("name = %q, want it untouched", objs[0].Obj.GetName())
+	if objs[0].Obj().GetName() != "web-${CLUSTER}" {
+		t.Errorf("name = %q, want it untouched", objs[0].Obj().GetName())
 	}
 }
 

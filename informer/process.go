@@ -137,7 +137,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 // applying Git would store: differences that are only its defaults,
 // normalizations, pruning or mutations are then never drift.
 func (w *Watcher) compare(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) []drift.Change {
-	opts := w.Reverter.Options(want.Obj, live.Object)
+	opts := w.Reverter.Options(want.Obj(), live.Object)
 	changes := want.Drift(live.Object, opts)
 	if len(changes) == 0 {
 		return nil
@@ -176,7 +176,7 @@ func (w *Watcher) policyRevision() string {
 }
 
 func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured, changes []drift.Change, who attribution, operation string) policy.Decision {
-	if want.Obj.GetAnnotations()[v1alpha1.EnforcementAnnotation] == "off" {
+	if want.Obj().GetAnnotations()[v1alpha1.EnforcementAnnotation] == "off" {
 		return policy.Decision{Action: policy.Allow, Reason: "enforcement off for this object in Git", Rule: "enforcement-off"}
 	}
 	if w.Policy == nil {
@@ -186,7 +186,7 @@ func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Objec
 		Operation:  "DRIFT",
 		User:       policy.User{Username: who.user, Groups: who.groups, ServiceAccount: strings.HasPrefix(who.user, "system:serviceaccount:")},
 		Resource:   policyResource(want),
-		Desired:    drift.RedactObject(want.Obj.Object),
+		Desired:    drift.RedactObject(want.Obj().Object),
 		Drift:      policy.Changes(changes),
 		Source:     policy.Source(want.Source),
 		Guard:      guard,
@@ -248,7 +248,7 @@ func attribute(live *unstructured.Unstructured) attribution {
 const reconcileManager = "driftguard"
 
 func policyResource(o *gitstore.Object) policy.Resource {
-	gvk := o.Obj.GroupVersionKind()
+	gvk := o.GVK()
 	return policy.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
 }
 

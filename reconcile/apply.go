@@ -211,18 +211,18 @@ func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, opts 
 }
 
 func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object, opts ApplyOptions) (Action, error) {
-	gvk := o.Obj.GroupVersionKind()
+	gvk := o.GVK()
 	var live *unstructured.Unstructured
 	if a.Live != nil {
 		var known bool
-		if live, known = a.Live.Live(gvk, o.Obj.GetNamespace(), o.Obj.GetName()); known && live != nil {
-			if len(o.Drift(live.Object, a.Options(o.Obj, live.Object))) == 0 {
+		if live, known = a.Live.Live(gvk, o.Key.Namespace, o.Key.Name); known && live != nil {
+			if len(o.Drift(live.Object, a.Options(o.Obj(), live.Object))) == 0 {
 				return Unchanged, nil
 			}
 		}
 	}
 	action, err := a.Revert(ctx, o, live)
-	if err != nil && isImmutable(err) && (opts.Force || o.Obj.GetAnnotations()[v1alpha1.ForceAnnotation] == "true") {
+	if err != nil && isImmutable(err) && (opts.Force || o.Obj().GetAnnotations()[v1alpha1.ForceAnnotation] == "true") {
 		return a.replace(ctx, o)
 	}
 	return action, err
@@ -250,8 +250,8 @@ func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstru
 	if live != nil {
 		liveObj = live.Object
 	}
-	opts := a.Options(want.Obj, liveObj)
-	sent := want.Obj.Object
+	opts := a.Options(want.Obj(), liveObj)
+	sent := want.Obj().Object
 	if live != nil {
 		sent = drift.WithoutIgnored(sent, opts)
 	}
@@ -261,7 +261,7 @@ func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstru
 		applyOpts = append(applyOpts, client.DryRunAll)
 	}
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-		return Failed, explainForbidden(err, want.Obj.GroupVersionKind())
+		return Failed, explainForbidden(err, want.GVK())
 	}
 	want.SetServerValues(drift.ServerValuesOf(sent, u.Object, opts))
 	if !dryRun && a.Applied != nil {

@@ -20,7 +20,7 @@ import (
 func TestStageOrdersDefinitionsFirst(t *testing.T) {
 	mk := func(apiVersion, kind, name string) *gitstore.Object {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}}
-		return &gitstore.Object{Key: gitstore.KeyOf(u), Obj: u}
+		return gitstore.NewObject(u, gitstore.Source{})
 	}
 	objs := []*gitstore.Object{
 		mk("apps/v1", "Deployment", "web"),

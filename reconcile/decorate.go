@@ -57,7 +57,7 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 	defer release()
 	objs := make([]*gitstore.Object, 0, len(snap.Objects))
 	for _, o := range snap.Objects {
-		obj := o.Obj.Object
+		obj := o.Obj().Object
 		md, _ := obj["metadata"].(map[string]any)
 		if !inPlace {
 			obj, md = maps.Clone(obj), maps.Clone(md)
@@ -86,11 +86,12 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 			objs = append(objs, o)
 			continue
 		}
-		objs = append(objs, &gitstore.Object{Key: gitstore.KeyOf(u), Obj: u, Source: o.Source})
+		objs = append(objs, gitstore.NewObject(u, o.Source))
 	}
 	out, err := gitstore.NewSnapshot(snap.URL, snap.Revision, objs)
 	if err == nil {
 		_, done := out.Claim() // its objects are finished: nobody changes them again
+		out.Freeze()
 		done()
 	}
 	return out, err

@@ -631,7 +631,7 @@ func (r *GuardReconciler) toApply(g *v1alpha1.Guard, rev string, snap *gitstore.
 	}
 	out := make([]*gitstore.Object, 0, len(snap.Objects))
 	for _, o := range snap.Objects {
-		if !r.Drift.Accepted(o.Obj.GroupVersionKind(), o.Key.Namespace, o.Key.Name) {
+		if !r.Drift.Accepted(o.GVK(), o.Key.Namespace, o.Key.Name) {
 			out = append(out, o)
 		}
 	}

@@ -106,7 +106,7 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		}
 	} else if snap != nil {
 		for _, o := range snap.Objects {
-			targets = append(targets, target{o.Obj.GroupVersionKind(), o.Key})
+			targets = append(targets, target{o.GVK(), o.Key})
 		}
 	}
 	results := make([]health.Result, len(targets))

@@ -139,7 +139,7 @@ func snapshotOf(t *testing.T, objs ...*unstructured.Unstructured) *gitstore.Snap
 	t.Helper()
 	var list []*gitstore.Object
 	for _, u := range objs {
-		list = append(list, &gitstore.Object{Key: gitstore.KeyOf(u), Obj: u})
+		list = append(list, gitstore.NewObject(u, gitstore.Source{}))
 	}
 	snap, err := gitstore.NewSnapshot("http://127.0.0.1/repo.git", "abc", list)
 	if err != nil {

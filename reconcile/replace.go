@@ -30,12 +30,12 @@ func isImmutable(err error) bool {
 // Git. (Self-heal may recreate it first, from the same Git; that counts.)
 func (a *Applier) replace(ctx context.Context, o *gitstore.Object) (Action, error) {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(o.Obj.GroupVersionKind())
-	if err := a.reader().Get(ctx, client.ObjectKey{Namespace: o.Obj.GetNamespace(), Name: o.Obj.GetName()}, u); err != nil && !IsNotFoundOrGone(err) {
+	u.SetGroupVersionKind(o.GVK())
+	if err := a.reader().Get(ctx, client.ObjectKey{Namespace: o.Key.Namespace, Name: o.Key.Name}, u); err != nil && !IsNotFoundOrGone(err) {
 		return Failed, fmt.Errorf("replace: %w", err)
 	}
-	u.SetNamespace(o.Obj.GetNamespace())
-	u.SetName(o.Obj.GetName())
+	u.SetNamespace(o.Key.Namespace)
+	u.SetName(o.Key.Name)
 	if err := a.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !IsNotFoundOrGone(err) {
 		return Failed, fmt.Errorf("replace: delete: %w", err)
 	}

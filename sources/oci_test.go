@@ -33,7 +33,7 @@ func value(t *testing.T, snap *gitstore.Snapshot, name string) string {
 	t.Helper()
 	for _, o := range snap.Objects {
 		if o.Key.Name == name {
-			v, _ := o.Obj.Object["data"].(map[string]any)["value"].(string)
+			v, _ := o.Obj().Object["data"].(map[string]any)["value"].(string)
 			return v
 		}
 	}

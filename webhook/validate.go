@@ -117,10 +117,10 @@ func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionReques
 	in := policy.Input{
 		Operation:   string(req.Operation),
 		User:        userOf(req),
-		Resource:    policy.Resource{Group: gvk.Group, Version: want.Obj.GroupVersionKind().Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+		Resource:    policy.Resource{Group: gvk.Group, Version: want.GVK().Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
 		SubResource: req.SubResource,
 		Object:      drift.RedactObject(incoming),
-		Desired:     drift.RedactObject(want.Obj.Object),
+		Desired:     drift.RedactObject(want.Obj().Object),
 		Drift:       policy.Changes(changes),
 		Source:      policy.Source(want.Source),
 		Annotations: annotationsOf(incoming),
@@ -264,7 +264,7 @@ func (v *Validator) enforce(guard string, want *gitstore.Object, d policy.Decisi
 	if d.Action != policy.Deny {
 		return d
 	}
-	switch want.Obj.GetAnnotations()[v1alpha1.EnforcementAnnotation] {
+	switch want.Obj().GetAnnotations()[v1alpha1.EnforcementAnnotation] {
 	case "off":
 		return policy.Decision{Action: policy.Allow, Rule: d.Rule, Reason: d.Reason + " (enforcement off for this object in Git)"}
 	case "revert":
@@ -323,13 +323,13 @@ func changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object, options
 	}
 	var opts drift.Options
 	if options != nil && req.SubResource == "" {
-		opts = options(want.Obj, obj)
+		opts = options(want.Obj(), obj)
 	}
 	if req.SubResource == "scale" {
 		if options != nil {
-			opts = options(want.Obj, nil)
+			opts = options(want.Obj(), nil)
 		}
-		return obj, scaleChanges(drift.WithoutIgnored(want.Obj.Object, opts), obj), nil
+		return obj, scaleChanges(drift.WithoutIgnored(want.Obj().Object, opts), obj), nil
 	}
 	return obj, want.Drift(obj, opts), nil
 }

@@ -35,7 +35,7 @@ func newValidator(t testing.TB, buf *bytes.Buffer) *Validator {
 	}
 	// Numbers as the renderer produces them.
 	u.Object["spec"].(map[string]any)["replicas"] = int64(3)
-	obj := &gitstore.Object{Key: gitstore.KeyOf(&u), Obj: &u, Source: gitstore.Source{URL: "https://git.example/infra.git", Revision: "9f2c1e0abcdef", Path: "apps/web.yaml", Line: 1}}
+	obj := gitstore.NewObject(&u, gitstore.Source{URL: "https://git.example/infra.git", Revision: "9f2c1e0abcdef", Path: "apps/web.yaml", Line: 1})
 	snap, err := gitstore.NewSnapshot("https://git.example/infra.git", "9f2c1e0abcdef", []*gitstore.Object{obj})
 	if err != nil {
 		t.Fatal(err)

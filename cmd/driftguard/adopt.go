@@ -413,7 +413,7 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 	if kust := kustomizationAbove(fsys, want.Source.Path, git.Path); kust != "" {
 		return adopted{}, fmt.Errorf("%s comes from %s, built by %s: its patches may set the fields, so adopt does not edit it; change the overlay by hand", display(gvk.Kind, ns, name), want.Source.Path, kust)
 	}
-	changes := drift.Compare(want.Obj.Object, live.Object, drift.For(rules, gvk.Group, gvk.Kind, ns, name, live.Object))
+	changes := drift.Compare(want.Obj().Object, live.Object, drift.For(rules, gvk.Group, gvk.Kind, ns, name, live.Object))
 	if len(changes) == 0 {
 		return adopted{}, gitwrite.ErrNoChange
 	}
@@ -421,7 +421,7 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 	if err != nil {
 		return adopted{}, err
 	}
-	target := yamledit.Target{Line: want.Source.Line, Kind: gvk.Kind, Name: name, Namespace: want.Obj.GetNamespace()}
+	target := yamledit.Target{Line: want.Source.Line, Kind: gvk.Kind, Name: name, Namespace: want.Key.Namespace}
 	edited, err := yamledit.Edit(want.Source.Path, data, target, gitwrite.AdoptOps(changes))
 	if err != nil {
 		return adopted{}, err
@@ -442,7 +442,7 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 	if now == nil {
 		return adopted{}, fmt.Errorf("internal: %s lost %s", want.Source.Path, display(gvk.Kind, ns, name))
 	}
-	return adopted{changes: changes, file: want.Source.Path, line: want.Source.Line, desired: now.Obj.Object}, nil
+	return adopted{changes: changes, file: want.Source.Path, line: want.Source.Line, desired: now.Obj().Object}, nil
 }
 
 // findObject returns the rendered object of that kind, namespace and name;

@@ -100,7 +100,7 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sna
 	differ := 0
 	for _, o := range snap.Objects {
 		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(o.Obj.GroupVersionKind())
+		live.SetGroupVersionKind(o.GVK())
 		where := fmt.Sprintf(" (%s:%d@%.7s)", o.Source.Path, o.Source.Line, rev)
 		err := c.Get(ctx, client.ObjectKey{Namespace: o.Key.Namespace, Name: o.Key.Name}, live)
 		switch {
@@ -111,7 +111,7 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sna
 		case err != nil:
 			return differ > 0, fmt.Errorf("get %s: %w", o.Key, err)
 		}
-		opts := applier.Options(o.Obj, live.Object)
+		opts := applier.Options(o.Obj(), live.Object)
 		changes := o.Drift(live.Object, opts)
 		if len(changes) > 0 && applier.DryRun(ctx, o, live) == nil {
 			changes = o.Drift(live.Object, opts)

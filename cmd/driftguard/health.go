@@ -127,7 +127,7 @@ func decodeLiveObjects(file string, data []byte) ([]*unstructured.Unstructured, 
 	}
 	objs := make([]*unstructured.Unstructured, len(rendered))
 	for i, o := range rendered {
-		objs[i] = o.Obj
+		objs[i] = o.Obj()
 	}
 	return objs, nil
 }

@@ -320,8 +320,8 @@ func clusterProblems(ctx context.Context, c client.Client, snap *gitstore.Snapsh
 	for _, o := range snap.Objects {
 		switch {
 		case o.Key.Group == "apiextensions.k8s.io" && o.Key.Kind == "CustomResourceDefinition":
-			group, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "group")
-			kind, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "names", "kind")
+			group, _, _ := unstructured.NestedString(o.Obj().Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(o.Obj().Object, "spec", "names", "kind")
 			defined.Insert(group + "/" + kind)
 		case o.Key.Group == "" && o.Key.Kind == "Namespace":
 			namespaces.Insert(o.Key.Name)
@@ -330,7 +330,7 @@ func clusterProblems(ctx context.Context, c client.Client, snap *gitstore.Snapsh
 	var problems []problem
 	var known []*gitstore.Object
 	for _, o := range snap.Objects {
-		gvk := o.Obj.GroupVersionKind()
+		gvk := o.GVK()
 		_, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		switch {
 		case err == nil:

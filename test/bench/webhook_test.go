@@ -321,9 +321,9 @@ func scaleValidator(b *testing.B, ctx context.Context) *webhook.Validator {
 		},
 	}}
 	const url, rev = "https://git.example/infra.git", "f890ad1c0ffee0ddba11f00dfeedbeefcafe0123"
-	snap, err := gitstore.NewSnapshot(url, rev, []*gitstore.Object{{
-		Key: gitstore.KeyOf(web), Obj: web, Source: gitstore.Source{URL: url, Revision: rev, Path: "apps/web.yaml", Line: 1},
-	}})
+	snap, err := gitstore.NewSnapshot(url, rev, []*gitstore.Object{
+		gitstore.NewObject(web, gitstore.Source{URL: url, Revision: rev, Path: "apps/web.yaml", Line: 1}),
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -179,7 +179,7 @@ func TestServerSideComparison(t *testing.T) {
 	labels := u.GetLabels()
 	labels[reconcile.GuardLabel] = repo.Guard
 	u.SetLabels(labels)
-	want := &gitstore.Object{Key: gitstore.KeyOf(&u), Obj: &u}
+	want := gitstore.NewObject(&u, gitstore.Source{})
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(u.GroupVersionKind())
 	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "mirrored"}, live); err != nil {
