@@ -12,11 +12,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/go-logr/logr"
 )
@@ -274,17 +277,24 @@ func (f *Fetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash plu
 
 const cacheRemote = "origin"
 
+// objectCacheSize bounds the decoded Git objects kept per repository.
+const objectCacheSize = 4 * cache.MiByte
+
 // openCache opens, or creates, the bare cache repository of u.
 func (f *Fetcher) openCache(u string) (*git.Repository, error) {
 	sum := sha256.Sum256([]byte(u))
 	dir := filepath.Join(f.cacheDir, hex.EncodeToString(sum[:16])+".git")
-	repo, err := git.PlainOpen(dir)
+	// go-git's default object cache keeps up to 96 MiB of decoded objects
+	// per repository for as long as the guard runs; rendering reads each
+	// file once per revision, so a small one does.
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize))
+	repo, err := git.Open(st, nil)
 	switch {
 	case errors.Is(err, git.ErrRepositoryNotExists):
 		if err := os.MkdirAll(f.cacheDir, 0o755); err != nil {
 			return nil, fmt.Errorf("create cache folder %s: %w", f.cacheDir, err)
 		}
-		if repo, err = git.PlainInit(dir, true); err != nil {
+		if repo, err = git.Init(st, nil); err != nil {
 			return nil, fmt.Errorf("init cache %s: %w", dir, err)
 		}
 	case err != nil:

@@ -3,6 +3,7 @@ package informer
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,9 +52,23 @@ func compact(u *unstructured.Unstructured, labelKey string) (*compactObject, err
 	c := &compactObject{gvk: u.GroupVersionKind(), raw: raw}
 	c.Namespace, c.Name, c.ResourceVersion = u.GetNamespace(), u.GetName(), u.GetResourceVersion()
 	if v, ok := u.GetLabels()[labelKey]; ok {
-		c.Labels = map[string]string{labelKey: v}
+		c.Labels = guardLabels(labelKey, v)
 	}
 	return c, nil
+}
+
+// labelSets holds one labels map per inventory label and value: the cached
+// objects of a Guard share it (nobody writes it: DeepCopyObject copies),
+// where a map each would cost a few hundred bytes per object.
+var labelSets sync.Map // [2]string{key, value} -> map[string]string
+
+func guardLabels(key, value string) map[string]string {
+	k := [2]string{key, value}
+	if m, ok := labelSets.Load(k); ok {
+		return m.(map[string]string)
+	}
+	m, _ := labelSets.LoadOrStore(k, map[string]string{key: value})
+	return m.(map[string]string)
 }
 
 // expand decodes a cached object into a new Unstructured the caller owns.

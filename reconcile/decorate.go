@@ -56,6 +56,7 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 	inPlace, release := snap.Claim()
 	defer release()
 	objs := make([]*gitstore.Object, 0, len(snap.Objects))
+	rekeyed := false
 	for _, o := range snap.Objects {
 		obj := o.Obj().Object
 		md, _ := obj["metadata"].(map[string]any)
@@ -82,11 +83,19 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 			md["namespace"] = corev1.NamespaceDefault
 		}
 		if inPlace {
-			o.Key = gitstore.KeyOf(u)
+			if k := gitstore.KeyOf(u); k != o.Key {
+				o.Key, rekeyed = k, true
+			}
 			objs = append(objs, o)
 			continue
 		}
 		objs = append(objs, gitstore.NewObject(u, o.Source))
+	}
+	if inPlace && !rekeyed {
+		// The same objects under the same keys: the snapshot is its own
+		// decoration, and a second index of it would only cost memory.
+		snap.Freeze()
+		return snap, nil
 	}
 	out, err := gitstore.NewSnapshot(snap.URL, snap.Revision, objs)
 	if err == nil {
