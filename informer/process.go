@@ -227,12 +227,20 @@ func attribute(live *unstructured.Unstructured) attribution {
 		return unknown
 	}
 	var best attribution
-	for _, mf := range live.GetManagedFields() {
-		if mf.Manager == reconcileManager || mf.Time == nil {
+	// The entries are read in place: GetManagedFields converts each one,
+	// field sets and all, to the typed form, for a name and a time.
+	md, _ := live.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	for _, e := range entries {
+		mf, _ := e.(map[string]any)
+		manager, _ := mf["manager"].(string)
+		stamp, _ := mf["time"].(string)
+		t, err := time.Parse(time.RFC3339, stamp)
+		if manager == reconcileManager || err != nil {
 			continue
 		}
-		if t := mf.Time.Time; best.manager == "" || t.After(best.at) {
-			best = attribution{manager: mf.Manager, user: mf.Manager, at: t}
+		if best.manager == "" || t.After(best.at) {
+			best = attribution{manager: manager, user: manager, at: t}
 		}
 	}
 	if best.manager == "" {

@@ -52,6 +52,17 @@ func (e *env) setAdmission(b *testing.B, on bool, alice kubernetes.Interface, ns
 	b.Helper()
 	ctx := context.Background()
 	adm := e.kube.AdmissionregistrationV1()
+	if !on {
+		// Keep them as the guard has them now (its rules follow the kinds
+		// of the Guards created since): re-created as they were, the guard
+		// has nothing to update, and no update makes the API server set up
+		// its webhook clients again in the middle of a measurement.
+		if _, err := adm.ValidatingWebhookConfigurations().Get(ctx, e.vwc.Name, metav1.GetOptions{}); err == nil {
+			if err := e.saveWebhooks(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	ensure(b, on, func() error {
 		_, err := adm.ValidatingWebhookConfigurations().Create(ctx, e.vwc, metav1.CreateOptions{})
 		return err
