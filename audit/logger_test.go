@@ -155,11 +155,11 @@ func TestFailingSink(t *testing.T) {
 			spy := &logSpy{}
 			l := newTestLogger(spy.logger(), 10, bad, good)
 			before := counterValue(t, sinkErrorsTotal.WithLabelValues("bad"))
-			startLogger(t, l)
 			for i := range 3 {
 				l.Log(context.Background(), rec(i))
 			}
-			close(bad.gate) // all three go in one batch
+			startLogger(t, l) // after the three are queued: they go in one batch
+			close(bad.gate)
 			err := flush(t, l)
 			if (err != nil) != tc.wantErr {
 				t.Errorf("Flush error %v, want error %v", err, tc.wantErr)
