@@ -12,12 +12,12 @@ import (
 )
 
 // defaultGCPercent is the garbage collector's target when GOGC is unset.
-const defaultGCPercent = 50
+const defaultGCPercent = 30
 
 // cgroupMemoryMax is where cgroup v2 publishes the container's memory limit.
 const cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
 
-// SetMemoryLimit sets GOGC to 50 unless the environment sets it, and the
+// SetMemoryLimit sets GOGC to 30 unless the environment sets it, and the
 // Go runtime's soft memory limit, which makes the
 // garbage collector work harder as the heap nears it and return freed memory
 // to the system sooner. flag (--memory-limit, a quantity such as 128Mi) wins;
