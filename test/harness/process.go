@@ -360,25 +360,8 @@ const ClockTicks = 100
 
 // ProcMem returns VmRSS and VmHWM of pid in MiB (0 when unreadable).
 func ProcMem(pid int) (rss, hwm float64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "VmHWM:":
-			hwm = kb / 1024
-		}
-	}
-	return rss, hwm
+	m := procStatusMiB(pid)
+	return m["VmRSS"], m["VmHWM"]
 }
 
 // ProcRSSParts returns the anonymous and the file-backed part of pid's
@@ -386,24 +369,25 @@ func ProcMem(pid int) (rss, hwm float64) {
 // pages of its binary (and other files) the kernel has mapped for it, which
 // are page cache shared with every process that maps the file.
 func ProcRSSParts(pid int) (anon, file float64) {
+	m := procStatusMiB(pid)
+	return m["RssAnon"], m["RssFile"]
+}
+
+// procStatusMiB returns the kB figures of /proc/PID/status in MiB, by name.
+func procStatusMiB(pid int) map[string]float64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0
+		return nil
 	}
+	m := map[string]float64{}
 	for line := range strings.Lines(string(data)) {
 		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "RssAnon:":
-			anon = kb / 1024
-		case "RssFile:":
-			file = kb / 1024
+		if len(f) == 3 && f[2] == "kB" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			m[strings.TrimSuffix(f[0], ":")] = kb / 1024
 		}
 	}
-	return anon, file
+	return m
 }
 
 // ProcCPUTicks returns utime+stime of pid in clock ticks (0 when unreadable).
