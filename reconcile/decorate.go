@@ -50,9 +50,9 @@ func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *
 // the inventory label (unless guard is empty), and a namespaced object Git
 // leaves without a namespace gets "default".
 func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore.Snapshot, error) {
-	// The Guard that fetched the snapshot finishes its objects in place;
-	// another Guard of the same URL and path copies the metadata and shares
-	// everything else, which nothing modifies.
+	// The Guard that fetched the snapshot finishes its objects in place and
+	// freezes them (gitstore.Object); another Guard of the same URL and path
+	// finishes copies of the metadata of their decodings.
 	inPlace, release := snap.Claim()
 	defer release()
 	objs := make([]*gitstore.Object, 0, len(snap.Objects))
