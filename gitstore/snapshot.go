@@ -49,7 +49,7 @@ func NewSnapshot(url, revision string, objs []*Object) (*Snapshot, error) {
 	seen := map[schema.GroupVersionKind]bool{}
 	var dups RenderErrors
 	for i, o := range objs {
-		if o == nil || o.Obj() == nil {
+		if o == nil || (o.obj == nil && o.raw == nil) {
 			return nil, fmt.Errorf("new snapshot: object %d is nil", i)
 		}
 		if prev, dup := s.byKey[o.Key]; dup {

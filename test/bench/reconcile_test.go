@@ -106,7 +106,7 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 	var guardCPU, kubectlCPU, guardServerCPU, kubectlServerCPU []float64
 	serverCPU := func() float64 {
 		etcd, api := e.cluster.ControlPlanePIDs()
-		return float64(harness.ProcCPUTicks(etcd)+harness.ProcCPUTicks(api)) / harness.ClockTicks
+		return harness.ProcCPUSeconds(etcd) + harness.ProcCPUSeconds(api)
 	}
 	kubectl := func() time.Duration {
 		s0 := serverCPU()

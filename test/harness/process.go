@@ -250,7 +250,7 @@ func (p *Process) LogContains(substr string) bool {
 func (p *Process) Mem() (rss, hwm float64) { return ProcMem(p.PID) }
 
 // CPUSeconds returns the user and system CPU time the process used.
-func (p *Process) CPUSeconds() float64 { return float64(ProcCPUTicks(p.PID)) / ClockTicks }
+func (p *Process) CPUSeconds() float64 { return ProcCPUSeconds(p.PID) }
 
 // Metric scrapes the guard's /metrics and returns the sum of the samples of
 // name whose labels contain every one of labels (`sink="file"`).
@@ -355,8 +355,8 @@ func (p *Process) NotifyPush(ctx context.Context, url string) error {
 	return nil
 }
 
-// ClockTicks is sysconf(_SC_CLK_TCK) on Linux.
-const ClockTicks = 100
+// clockTicks is sysconf(_SC_CLK_TCK) on Linux.
+const clockTicks = 100
 
 // ProcMem returns VmRSS and VmHWM of pid in MiB (0 when unreadable).
 func ProcMem(pid int) (rss, hwm float64) {
@@ -390,8 +390,9 @@ func procStatusMiB(pid int) map[string]float64 {
 	return m
 }
 
-// ProcCPUTicks returns utime+stime of pid in clock ticks (0 when unreadable).
-func ProcCPUTicks(pid int) int64 {
+// ProcCPUSeconds returns the user and system CPU time pid used (0 when
+// unreadable).
+func ProcCPUSeconds(pid int) float64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -404,7 +405,7 @@ func ProcCPUTicks(pid int) int64 {
 	}
 	ut, _ := strconv.ParseInt(f[11], 10, 64) // field 14
 	st, _ := strconv.ParseInt(f[12], 10, 64) // field 15
-	return ut + st
+	return float64(ut+st) / clockTicks
 }
 
 // loopbackAddrs returns n distinct free 127.0.0.1 addresses.
