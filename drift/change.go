@@ -4,7 +4,8 @@ import (
 	"strings"
 )
 
-// Change is one field whose live value differs from Git.
+// Change is one field whose live value differs from Git (Compare), or that
+// one write changes (Edits).
 type Change struct {
 	// Path is a JSON pointer (RFC 6901) into the desired object.
 	Path string `json:"path"`
@@ -14,6 +15,12 @@ type Change struct {
 	Live any `json:"live"`
 	// Missing is true when the live object lacks the field altogether.
 	Missing bool `json:"missing,omitempty"`
+	// Old is the value before the write, for the changes Edits returns
+	// (nil when the write adds the field); redacted for Secret data.
+	Old any `json:"old,omitempty"`
+	// Added is true when the field is new: Git does not set it (Compare),
+	// or the object before the write lacked it (Edits).
+	Added bool `json:"added,omitempty"`
 }
 
 // escapeToken escapes one JSON pointer reference token.

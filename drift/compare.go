@@ -161,12 +161,12 @@ func (c *comparer) value(desired, live any, present bool) {
 	if c.ignored() {
 		return
 	}
-	if !present {
-		if isEmpty(desired) {
-			// The API server drops empty values of omitempty fields
-			// ("annotations: {}", "value: \"\"", "hostNetwork: false").
-			return
-		}
+	if !present || live == nil {
+		// Git sets the field and the cluster lacks it. Where the API server
+		// itself drops Git's value (the empty values of omitempty fields:
+		// "hostNetwork: false", "annotations: {}"), the server values of
+		// the object's last apply or dry run say so and filter it out; a
+		// writer who removed "allowPrivilegeEscalation: false" is drift.
 		c.record(desired, nil, true)
 		return
 	}
@@ -230,21 +230,6 @@ func (c *comparer) list(desired, live []any) {
 		c.value(desired[i], live[i], true)
 		c.pop()
 	}
-}
-
-func isEmpty(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		return len(x) == 0
-	case []any:
-		return len(x) == 0
-	case string:
-		return x == ""
-	case bool:
-		return !x
-	}
-	n, ok := number(v)
-	return ok && n == 0
 }
 
 // namesOf returns the name of each element when every element is an object

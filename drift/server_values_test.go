@@ -74,3 +74,22 @@ func TestValueEqual(t *testing.T) {
 		}
 	}
 }
+
+// The server drops Git's empty values of omitempty fields; an apply's answer
+// says which, and only those stay out of the drift. A writer who removes a
+// false Git states, where the server keeps it, is drift.
+func TestServerValuesDropEmpty(t *testing.T) {
+	desired := map[string]any{"kind": "Pod", "spec": map[string]any{
+		"hostNetwork": false, "automountServiceAccountToken": false, "volumes": []any{},
+	}}
+	applied := map[string]any{"kind": "Pod", "spec": map[string]any{"automountServiceAccountToken": false}}
+	sv := ServerValuesOf(desired, applied, Options{})
+	if got := Paths(sv.Filter(Compare(desired, applied, Options{}))); len(got) != 0 {
+		t.Fatalf("as applied: drift %v, want none", got)
+	}
+	removed := map[string]any{"kind": "Pod", "spec": map[string]any{}}
+	got := Paths(sv.Filter(Compare(desired, removed, Options{})))
+	if len(got) != 1 || got[0] != "/spec/automountServiceAccountToken" {
+		t.Fatalf("false removed: drift %v, want [/spec/automountServiceAccountToken]", got)
+	}
+}

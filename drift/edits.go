@@ -1,0 +1,249 @@
+package drift
+
+import (
+	"sort"
+	"strconv"
+)
+
+// StampAnnotation is the annotation in which the guard's admission webhook
+// records who made an admitted change. The webhook writes it itself, so a
+// write's own change of it is never an edit (the webhook replaces it).
+const StampAnnotation = "driftguard.io/changed-by"
+
+// serverOwnedMetadata are metadata fields only the API server sets. Unlike
+// serverSetMetadata they leave out ownerReferences and finalizers: a writer
+// sets those, and they decide when the garbage collector deletes an object.
+var serverOwnedMetadata = map[string]bool{
+	"resourceVersion":            true,
+	"uid":                        true,
+	"generation":                 true,
+	"creationTimestamp":          true,
+	"deletionTimestamp":          true,
+	"deletionGracePeriodSeconds": true,
+	"managedFields":              true,
+	"selfLink":                   true,
+}
+
+// Edits returns what one write changes in an object: every field whose value
+// differs between old, the object before the write, and updated, the object
+// the write would store, outside status, server-owned metadata,
+// last-applied-configuration, the guard's stamp and the fields opts hides.
+// Added fields have Added set and Old nil; removed ones Missing set and Live
+// nil. Desired is Git's value at the same path (nil where Git sets none).
+// Secret data is redacted. Lists whose elements all carry a distinct name are
+// matched by name; other lists element by element when their lengths agree,
+// else compared whole. Ignore rules address list elements by their index in
+// the desired list, as in Compare; an element Git lacks is hidden only with
+// its list.
+func Edits(old, updated, desired map[string]any, opts Options) []Change {
+	e := editor{comparer: comparer{opts: opts, tokens: make([]string, 0, 16)}, path: make([]string, 0, 16)}
+	if isSecret(updated) || isSecret(old) {
+		old, updated = secretWithStringDataMerged(old), secretWithStringDataMerged(updated)
+		if desired != nil {
+			desired = secretWithStringDataMerged(desired)
+		}
+		e.secret = true
+	}
+	if opts.rules != nil {
+		e.hide = opts.rules.prepare(desired, e.secret)
+	}
+	e.top(old, updated, desired)
+	sort.Slice(e.changes, func(i, j int) bool { return e.changes[i].Path < e.changes[j].Path })
+	return e.changes
+}
+
+// editor walks old and updated side by side. comparer.tokens is the path in
+// the desired object's index space (what ignore rules address); path is the
+// path reported, in the updated object's (the old one's for removed list
+// elements).
+type editor struct {
+	comparer
+	path []string
+}
+
+func (e *editor) enter(path, desiredToken string) {
+	e.path = append(e.path, path)
+	e.tokens = append(e.tokens, desiredToken)
+}
+
+func (e *editor) leave() {
+	e.path = e.path[:len(e.path)-1]
+	e.tokens = e.tokens[:len(e.tokens)-1]
+}
+
+func (e *editor) top(old, updated, desired map[string]any) {
+	for _, k := range unionKeys(old, updated) {
+		switch k {
+		case "status", "apiVersion", "kind":
+			continue
+		case "metadata":
+			om, _ := old[k].(map[string]any)
+			um, _ := updated[k].(map[string]any)
+			dm, _ := desired[k].(map[string]any)
+			e.enter(k, k)
+			e.metadata(om, um, dm)
+			e.leave()
+			continue
+		}
+		e.field(k, old, updated, desired)
+	}
+}
+
+func (e *editor) metadata(old, updated, desired map[string]any) {
+	for _, k := range unionKeys(old, updated) {
+		if serverOwnedMetadata[k] {
+			continue
+		}
+		if k == "annotations" {
+			oa, _ := old[k].(map[string]any)
+			ua, _ := updated[k].(map[string]any)
+			da, _ := desired[k].(map[string]any)
+			e.enter(k, k)
+			for _, a := range unionKeys(oa, ua) {
+				if a == StampAnnotation || ignoredAnnotations[a] {
+					continue
+				}
+				e.field(a, oa, ua, da)
+			}
+			e.leave()
+			continue
+		}
+		e.field(k, old, updated, desired)
+	}
+}
+
+func (e *editor) field(k string, old, updated, desired map[string]any) {
+	e.enter(k, k)
+	e.value(old[k], updated[k], desired[k])
+	e.leave()
+}
+
+// value compares one field; nil stands for absent (a JSON null is no value).
+func (e *editor) value(old, updated, desired any) {
+	if (old == nil && updated == nil) || e.ignored() {
+		return
+	}
+	if old != nil && updated != nil {
+		switch o := old.(type) {
+		case map[string]any:
+			if u, ok := updated.(map[string]any); ok {
+				d, _ := desired.(map[string]any)
+				for _, k := range unionKeys(o, u) {
+					e.field(k, o, u, d)
+				}
+				return
+			}
+		case []any:
+			if u, ok := updated.([]any); ok {
+				d, _ := desired.([]any)
+				e.list(o, u, d)
+				return
+			}
+		}
+		if valueEqual(old, updated) {
+			return
+		}
+	}
+	e.record(old, updated, desired)
+}
+
+func (e *editor) list(old, updated, desired []any) {
+	oldNames, updNames := distinctNames(old), distinctNames(updated)
+	if oldNames != nil && updNames != nil {
+		desiredAt := map[string]int{}
+		for i, n := range namesOf(desired) {
+			desiredAt[n] = i
+		}
+		oldAt := make(map[string]int, len(old))
+		for i, n := range oldNames {
+			oldAt[n] = i
+		}
+		for i, n := range updNames {
+			var o any
+			if j, ok := oldAt[n]; ok {
+				o = old[j]
+			}
+			e.element(strconv.Itoa(i), n, o, updated[i], desired, desiredAt)
+		}
+		updAt := make(map[string]bool, len(updated))
+		for _, n := range updNames {
+			updAt[n] = true
+		}
+		for j, n := range oldNames {
+			if !updAt[n] {
+				e.element(strconv.Itoa(j), n, old[j], nil, desired, desiredAt)
+			}
+		}
+		return
+	}
+	if len(old) != len(updated) {
+		e.record(old, updated, desired)
+		return
+	}
+	for i := range old {
+		var d any
+		if len(desired) == len(old) {
+			d = desired[i]
+		}
+		e.enter(strconv.Itoa(i), strconv.Itoa(i))
+		e.value(old[i], updated[i], d)
+		e.leave()
+	}
+}
+
+// element compares the list element named name. Its desired token is its
+// index in the desired list, or "-" (which no rule addresses) when Git does
+// not have it.
+func (e *editor) element(path, name string, old, updated any, desired []any, desiredAt map[string]int) {
+	token, d := "-", any(nil)
+	if i, ok := desiredAt[name]; ok {
+		token, d = strconv.Itoa(i), desired[i]
+	}
+	e.enter(path, token)
+	e.value(old, updated, d)
+	e.leave()
+}
+
+func (e *editor) record(old, updated, desired any) {
+	if e.secret && len(e.path) >= 1 && (e.path[0] == "data" || e.path[0] == "stringData") {
+		redact := redactPresent
+		if len(e.path) == 1 {
+			redact = RedactMap
+		}
+		old, updated, desired = redact(old), redact(updated), redact(desired)
+	}
+	e.changes = append(e.changes, Change{Path: pointer(e.path), Old: old, Live: updated, Desired: desired,
+		Added: old == nil, Missing: updated == nil})
+}
+
+// distinctNames is namesOf for lists whose names are also distinct (a list
+// that repeats a name cannot be matched by it); an empty list has none.
+func distinctNames(list []any) []string {
+	if len(list) == 0 {
+		return []string{}
+	}
+	names := namesOf(list)
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if seen[n] {
+			return nil
+		}
+		seen[n] = true
+	}
+	return names
+}
+
+// unionKeys returns the keys of a and b, sorted.
+func unionKeys(a, b map[string]any) []string {
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
