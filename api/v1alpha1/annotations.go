@@ -34,6 +34,9 @@ type ChangedBy struct {
 	Groups     []string  `json:"groups,omitempty"`
 	Time       time.Time `json:"time"`
 	RequestUID string    `json:"requestUID,omitempty"`
+	// MAC proves the guard issued the stamp for this object (package stamp);
+	// a stamp without a valid MAC is a claim, not an identity.
+	MAC string `json:"mac,omitempty"`
 }
 
 // String encodes the stamp as the annotation value.
