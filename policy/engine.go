@@ -160,70 +160,25 @@ func (e *Engine) load(modules map[string]string, baseDir, revPrefix string) erro
 	return nil
 }
 
+// errNoDecisionRule is wrapped by the error of a policy without a decision.
+var errNoDecisionRule = errors.New("no rule defines " + DecisionQuery + " (package driftguard, rule decision)")
+
 // compile parses, compiles and prepares modules and swaps them in.
 func (e *Engine) compile(modules map[string]string, baseDir, revPrefix string) error {
-
-	display := func(name string) string {
-		if baseDir == "" || name == "" {
-			return name
-		}
-		return filepath.Join(baseDir, filepath.FromSlash(name))
-	}
-
-	names := policyNames(modules)
-	if len(names) == 0 {
-		where := "the given modules"
-		if baseDir != "" {
-			where = baseDir
-		}
-		return fmt.Errorf("load policy: no Rego policy files (other than *_test.rego) in %s", where)
-	}
-
-	parsed := make(map[string]*ast.Module, len(names))
-	var parseErrs ast.Errors
-	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true}
-	for _, name := range names {
-		m, err := ast.ParseModuleWithOpts(name, modules[name], opts)
-		if err != nil {
-			parseErrs = append(parseErrs, parseErrors(name, err)...)
-			continue
-		}
-		if m == nil { // only comments or whitespace
-			parseErrs = append(parseErrs, &ast.Error{
-				Code:     ast.ParseErr,
-				Message:  "empty module: a policy file needs a package declaration",
-				Location: &ast.Location{File: name, Row: 1, Col: 1},
-			})
-			continue
-		}
-		parsed[name] = m
-	}
-	if len(parseErrs) > 0 {
-		return compileErrorFrom(parseErrs, display)
-	}
-
 	ctx := context.Background()
-	txn, err := e.store.NewTransaction(ctx)
+	compiler, names, err := compile(ctx, unit{
+		what: "policy", files: "Rego policy files", modules: modules, baseDir: baseDir,
+		store: e.store, rule: decisionRef, errNoRule: errNoDecisionRule,
+	})
 	if err != nil {
-		return fmt.Errorf("load policy: open store transaction: %w", err)
-	}
-	defer e.store.Abort(ctx, txn)
-
-	compiler := ast.NewCompiler().
-		WithDefaultRegoVersion(ast.RegoV1).
-		WithEnablePrintStatements(true).
-		WithPathConflictsCheck(storage.NonEmpty(ctx, e.store, txn))
-	if compiler.Compile(parsed); compiler.Failed() {
-		return compileErrorFrom(compiler.Errors, display)
-	}
-	if len(compiler.GetRules(decisionRef)) == 0 {
-		return fmt.Errorf("load policy: no rule defines %s (package driftguard, rule decision)", DecisionQuery)
+		return err
 	}
 
 	revision := revPrefix + sourceHash(modules, names)
 	pq, err := rego.New(
 		rego.ParsedQuery(decisionQuery),
 		rego.Compiler(compiler),
+		rego.Capabilities(compiler.Capabilities()),
 		rego.Store(e.store),
 		rego.EnablePrintStatements(true),
 		rego.PrintHook(printHook{log: e.log, revision: revision}),

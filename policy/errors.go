@@ -70,7 +70,7 @@ func compileErrorFrom(err error, display func(string) string) *CompileError {
 	}
 	ce := &CompileError{Errors: make([]SourceError, 0, len(astErrs))}
 	for _, ae := range astErrs {
-		se := SourceError{Code: ae.Code, Message: ae.Message}
+		se := SourceError{Code: ae.Code, Message: explainDenied(ae.Message)}
 		if ae.Location != nil {
 			se.File = display(ae.Location.File)
 			se.Line = ae.Location.Row

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/health"
@@ -60,55 +60,23 @@ func LoadHealthDir(dir string, log logr.Logger) (*HealthEngine, error) {
 }
 
 func newHealthEngine(modules map[string]string, baseDir string, log logr.Logger) (*HealthEngine, error) {
-	display := func(name string) string {
-		if baseDir == "" || name == "" {
-			return name
-		}
-		return filepath.Join(baseDir, filepath.FromSlash(name))
-	}
-	where := "the given modules"
-	if baseDir != "" {
-		where = baseDir
-	}
-	names := policyNames(modules)
-	if len(names) == 0 {
-		return nil, fmt.Errorf("load health rules: no Rego files (other than *_test.rego) in %s", where)
-	}
-	parsed := make(map[string]*ast.Module, len(names))
-	var parseErrs ast.Errors
-	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true}
-	for _, name := range names {
-		m, err := ast.ParseModuleWithOpts(name, modules[name], opts)
-		if err != nil {
-			parseErrs = append(parseErrs, parseErrors(name, err)...)
-			continue
-		}
-		if m == nil {
-			parseErrs = append(parseErrs, &ast.Error{
-				Code:     ast.ParseErr,
-				Message:  "empty module: a policy file needs a package declaration",
-				Location: &ast.Location{File: name, Row: 1, Col: 1},
-			})
-			continue
-		}
-		parsed[name] = m
-	}
-	if len(parseErrs) > 0 {
-		return nil, compileErrorFrom(parseErrs, display)
-	}
-	compiler := ast.NewCompiler().
-		WithDefaultRegoVersion(ast.RegoV1).
-		WithEnablePrintStatements(true)
-	if compiler.Compile(parsed); compiler.Failed() {
-		return nil, compileErrorFrom(compiler.Errors, display)
-	}
-	if len(compiler.GetRules(healthRef)) == 0 {
-		return nil, fmt.Errorf("load health rules from %s: %w", where, ErrNoHealthRule)
+	// The data health rules see, and may not conflict with, is the
+	// policy's (data.driftguard.config), with no guard users or groups:
+	// the rules are often the policy's own files.
+	store := inmem.NewFromObjectWithOpts(configData(Config{}), inmem.OptReturnASTValuesOnRead(true))
+	compiler, names, err := compile(context.Background(), unit{
+		what: "health rules", files: "Rego files", modules: modules, baseDir: baseDir,
+		store: store, rule: healthRef, errNoRule: ErrNoHealthRule,
+	})
+	if err != nil {
+		return nil, err
 	}
 	revision := sourceHash(modules, names)
 	pq, err := rego.New(
 		rego.ParsedQuery(healthQuery),
 		rego.Compiler(compiler),
+		rego.Capabilities(compiler.Capabilities()),
+		rego.Store(store),
 		rego.StrictBuiltinErrors(true),
 		rego.EnablePrintStatements(true),
 		rego.PrintHook(printHook{log: log, revision: revision}),

@@ -40,6 +40,7 @@ func Test(ctx context.Context, dir string, w io.Writer, verbose bool) (passed, f
 	defer store.Abort(ctx, txn)
 
 	runner := tester.NewRunner().
+		SetCompiler(newCompiler()). // the guard's capabilities: a denied builtin fails here too
 		SetDefaultRegoVersion(ast.RegoV1).
 		SetStore(store).
 		SetModules(modules).
