@@ -206,7 +206,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		}
 	})
 	healthTracker := &reconcile.HealthTracker{Source: watcher, Live: watcher, Reader: mgr.GetAPIReader()}
-	applier.Applied = healthTracker.Applied
+	// The answer to each of the guard's own applies (self-heal's too) goes
+	// to the health tracker and to the inventory of what the guard applied,
+	// the only objects prune may delete.
+	inventory := &reconcile.InventoryStore{Client: mgr.GetClient(), Namespace: o.Namespace, Log: log.WithName("inventory")}
+	applier.Applied = func(stored *unstructured.Unstructured) {
+		healthTracker.Applied(stored)
+		inventory.Applied(stored)
+	}
 	driftStatus := &reconcile.DriftStatus{Client: mgr.GetClient(), Drift: watcher, Health: healthTracker, Store: store, Log: log.WithName("drift-status")}
 	watcher.Changed = driftStatus.Changed
 	watcher.HealthChanged = driftStatus.HealthChanged
@@ -236,7 +243,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	rec := &reconcile.GuardReconciler{
 		Client: mgr.GetClient(), Fetcher: fetcher, Store: store,
-		Applier: applier, Audit: auditLog, Drift: watcher, SecretNamespace: o.Namespace,
+		Applier: applier, Inventory: inventory, Audit: auditLog, Drift: watcher, SecretNamespace: o.Namespace,
 		DefaultInterval: o.DefaultInterval, Log: log.WithName("reconcile"),
 		Health: healthTracker, Events: mgr.GetEventRecorder("driftguard"), Concurrent: o.Concurrent, Shard: o.Shard,
 	}
@@ -271,7 +278,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		}
 	}
 	validator := &webhook.Validator{
-		Store: store, Policy: engine, Settings: settings, Options: applier.Options, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
+		Store: store, Policy: engine, Settings: settings, Options: applier.Options, WriteOptions: applier.WriteOptions, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
 		FailClosed: o.FailurePolicy == "Fail", MaxInFlight: o.MaxInFlight,
 		Deadline: o.WebhookTimeout * 4 / 5, Log: log.WithName("webhook"),
 	}

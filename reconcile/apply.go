@@ -49,7 +49,11 @@ type ApplyOptions struct {
 type Entry struct {
 	Object *gitstore.Object
 	Action Action
-	Err    error
+	// UID is the object's UID as the API server answered the apply, or, for
+	// an object left Unchanged, as the informer cache has it (only when it
+	// is provably what the guard applied: AppliedBy). Empty when failed.
+	UID types.UID
+	Err error
 }
 
 // ChangeSet is the outcome of one apply, in apply order.
@@ -176,7 +180,7 @@ func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, opts 
 		wg.Go(func() {
 			for i := range next {
 				o := objs[i]
-				action, err := a.applyOne(ctx, o, opts)
+				action, uid, err := a.applyOne(ctx, o, opts)
 				if err != nil {
 					// The first object to find the API server unreachable
 					// stands for all: the others in flight then are left
@@ -187,7 +191,7 @@ func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, opts 
 					err = fmt.Errorf("apply %s (%s:%d): %w", o.Key, o.Source.Path, o.Source.Line, err)
 					action = Failed
 				}
-				all[i], attempted[i] = Entry{Object: o, Action: action, Err: err}, true
+				all[i], attempted[i] = Entry{Object: o, Action: action, UID: uid, Err: err}, true
 				if each != nil {
 					each(all[i])
 				}
@@ -210,22 +214,31 @@ func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, opts 
 	return entries, unreachableSeen.Load()
 }
 
-func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object, opts ApplyOptions) (Action, error) {
+// applyOne applies one object unless the informer cache shows it equal to
+// Git and applied by the guard. An object equal to Git that the guard did
+// not provably apply (created by someone else, adopted) is applied once, so
+// that the guard owns it and learns its UID from its own apply's answer.
+func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object, opts ApplyOptions) (Action, types.UID, error) {
 	gvk := o.GVK()
 	var live *unstructured.Unstructured
 	if a.Live != nil {
 		var known bool
 		if live, known = a.Live.Live(gvk, o.Key.Namespace, o.Key.Name); known && live != nil {
 			if len(o.Drift(live.Object, a.Options(o.Obj(), live.Object))) == 0 {
-				return Unchanged, nil
+				if uid, ok := AppliedBy(live, o.Obj().GetLabels()[GuardLabel]); ok {
+					return Unchanged, uid, nil
+				}
 			}
 		}
 	}
-	action, err := a.Revert(ctx, o, live)
+	action, stored, err := a.write(ctx, o, live, false)
 	if err != nil && isImmutable(err) && (opts.Force || o.Obj().GetAnnotations()[v1alpha1.ForceAnnotation] == "true") {
 		return a.replace(ctx, o)
 	}
-	return action, err
+	if err != nil {
+		return action, "", err
+	}
+	return action, stored.GetUID(), nil
 }
 
 // Revert forces the desired state back onto the live object, taking over any
@@ -233,7 +246,8 @@ func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object, opts ApplyOp
 // (live nil). Fields ignore rules hide stay with their owner. What the API
 // server returns is kept as the object's server values.
 func (a *Applier) Revert(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) (Action, error) {
-	return a.write(ctx, want, live, false)
+	action, _, err := a.write(ctx, want, live, false)
+	return action, err
 }
 
 // DryRun asks the API server what applying want over live would store
@@ -241,11 +255,13 @@ func (a *Applier) Revert(ctx context.Context, want *gitstore.Object, live *unstr
 // defaults, normalized values, pruned fields and mutating webhooks are not
 // mistaken for drift.
 func (a *Applier) DryRun(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error {
-	_, err := a.write(ctx, want, live, true)
+	_, _, err := a.write(ctx, want, live, true)
 	return err
 }
 
-func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured, dryRun bool) (Action, error) {
+// write applies want (or dry-runs it) and returns what the API server
+// stored.
+func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured, dryRun bool) (Action, *unstructured.Unstructured, error) {
 	var liveObj map[string]any
 	if live != nil {
 		liveObj = live.Object
@@ -261,16 +277,16 @@ func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstru
 		applyOpts = append(applyOpts, client.DryRunAll)
 	}
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-		return Failed, explainForbidden(err, want.GVK())
+		return Failed, nil, explainForbidden(err, want.GVK())
 	}
 	want.SetServerValues(drift.ServerValuesOf(sent, u.Object, opts))
 	if !dryRun && a.Applied != nil {
 		a.Applied(u)
 	}
 	if createdJustNow(u) {
-		return Created, nil
+		return Created, u, nil
 	}
-	return Configured, nil
+	return Configured, u, nil
 }
 
 // createdJustNow tells a create from an update by the managed fields: right

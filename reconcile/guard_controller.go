@@ -56,8 +56,13 @@ type GuardReconciler struct {
 	Fetcher Fetcher
 	Store   *gitstore.Store
 	Applier *Applier
-	Audit   *audit.Logger
-	Drift   DriftState
+	// Inventory keeps what each Guard applied, the only objects prune may
+	// delete. Unset, SetupWithManager keeps it in SecretNamespace (the
+	// guard's own namespace), without the UIDs of self-heal's applies
+	// between reconciles unless Applier.Applied hands them on.
+	Inventory *InventoryStore
+	Audit     *audit.Logger
+	Drift     DriftState
 	// SecretNamespace is where spec.secretRef is looked up when it names no namespace.
 	SecretNamespace string
 	// DefaultInterval applies when a Guard sets none.
@@ -115,6 +120,9 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 // SetupWithManager registers the reconciler.
 func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pushes = make(chan event.GenericEvent, 256)
+	if r.Inventory == nil {
+		r.Inventory = &InventoryStore{Client: r.Client, Namespace: r.SecretNamespace, Log: r.Log.WithName("inventory")}
+	}
 	concurrent := r.Concurrent
 	if concurrent <= 0 {
 		concurrent = 4
@@ -225,6 +233,9 @@ func (r *GuardReconciler) forget(guard string) {
 		r.Health.Forget(guard, snap)
 	}
 	r.Store.Remove(guard)
+	if r.Inventory != nil {
+		r.Inventory.Forget(guard)
+	}
 	forgetGuardMetrics(guard)
 	r.mu.Lock()
 	delete(r.decorated, guard)
@@ -250,7 +261,8 @@ type attempt struct {
 	req    gitstore.Request // what the source is
 	rev    string           // the revision to apply
 	snap   *gitstore.Snapshot
-	manual bool // a person asked for this sync
+	manual bool       // a person asked for this sync
+	inv    *Inventory // what the guard applied: the only objects prune deletes
 }
 
 // stop ends a reconcile with a result; nil goes on to the next step.
@@ -400,6 +412,9 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 	newRevision := rev != g.Status.LastAppliedRevision
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: "applying " + short(rev)})
 	start := time.Now()
+	if s := r.loadInventory(ctx, a); s != nil {
+		return *s
+	}
 	cs, conflicts, s := r.apply(ctx, a, newRevision)
 	if s != nil {
 		return *s
@@ -481,6 +496,9 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 		}
 		r.record(ctx, rec)
 	})
+	// What was applied is recorded even when the apply failed in part.
+	r.recordApplied(a, cs)
+	saveErr := r.Inventory.Save(ctx, g, a.inv)
 	g.Status.Failed = nil
 	for _, e := range cs {
 		if e.Err != nil && len(g.Status.Failed) < maxFailedListed {
@@ -494,25 +512,39 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 			reason = "PartiallySynced"
 			msg = fmt.Sprintf("%d of %d objects failed to apply, the rest are applied: %v", failed, len(cs), err)
 		}
+		if saveErr != nil {
+			msg += "; " + saveErr.Error()
+		}
 		return cs, conflicts, r.failed(ctx, g, reason, msg)
+	}
+	if saveErr != nil {
+		return cs, conflicts, r.failed(ctx, g, "InventoryFailed", saveErr.Error())
 	}
 	return cs, conflicts, nil
 }
 
-// prune deletes what left Git (only objects carrying this guard's label) of
-// the kinds given; on success kinds becomes the revision's kinds.
+// prune deletes what left Git of what this guard applied (its inventory),
+// looking at the kinds given and those of the inventory, and reports the
+// objects that carry its label without being its own; on success kinds
+// becomes the revision's kinds.
 func (r *GuardReconciler) prune(ctx context.Context, a *attempt, kinds *[]schema.GroupVersionKind) stop {
 	g := a.g
-	deleted, err := r.Applier.Prune(ctx, g.Name, *kinds, a.snap, propagation(g.Spec.PrunePropagationPolicy))
-	for _, p := range deleted {
-		r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted),
-			Object: audit.Object{Group: p.GVK.Group, Version: p.GVK.Version, Kind: p.GVK.Kind, Namespace: p.Key.Namespace, Name: p.Key.Name}})
+	res, err := r.Applier.Prune(ctx, g.Name, *kinds, a.snap, a.inv, propagation(g.Spec.PrunePropagationPolicy))
+	for _, p := range res.Deleted {
+		r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted), Object: prunedObject(p)})
 	}
-	if len(deleted) > 0 {
-		r.event(g, corev1.EventTypeNormal, "Pruned", fmt.Sprintf("deleted %d objects that left Git at %s", len(deleted), short(a.rev)))
+	if len(res.Deleted) > 0 {
+		r.event(g, corev1.EventTypeNormal, "Pruned", fmt.Sprintf("deleted %d objects that left Git at %s", len(res.Deleted), short(a.rev)))
 	}
+	r.reportKept(ctx, a, res.Kept)
+	// Entries of what was deleted are dropped even when the prune failed
+	// in part.
+	saveErr := r.Inventory.Save(ctx, g, a.inv)
 	if err != nil {
-		return r.failed(ctx, g, "PruneFailed", err.Error())
+		return r.failed(ctx, g, "PruneFailed", errors.Join(err, saveErr).Error())
+	}
+	if saveErr != nil {
+		return r.failed(ctx, g, "InventoryFailed", saveErr.Error())
 	}
 	*kinds = a.snap.Kinds()
 	return nil

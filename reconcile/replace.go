@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,24 +29,25 @@ func isImmutable(err error) bool {
 
 // replace deletes the object, waits until it is gone, and creates it from
 // Git. (Self-heal may recreate it first, from the same Git; that counts.)
-func (a *Applier) replace(ctx context.Context, o *gitstore.Object) (Action, error) {
+func (a *Applier) replace(ctx context.Context, o *gitstore.Object) (Action, types.UID, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(o.GVK())
 	if err := a.reader().Get(ctx, client.ObjectKey{Namespace: o.Key.Namespace, Name: o.Key.Name}, u); err != nil && !IsNotFoundOrGone(err) {
-		return Failed, fmt.Errorf("replace: %w", err)
+		return Failed, "", fmt.Errorf("replace: %w", err)
 	}
 	u.SetNamespace(o.Key.Namespace)
 	u.SetName(o.Key.Name)
 	if err := a.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !IsNotFoundOrGone(err) {
-		return Failed, fmt.Errorf("replace: delete: %w", err)
+		return Failed, "", fmt.Errorf("replace: delete: %w", err)
 	}
 	if err := a.waitGone(ctx, u); err != nil {
-		return Failed, fmt.Errorf("replace: %w", err)
+		return Failed, "", fmt.Errorf("replace: %w", err)
 	}
-	if _, err := a.Revert(ctx, o, nil); err != nil {
-		return Failed, fmt.Errorf("replace: create: %w", err)
+	_, stored, err := a.write(ctx, o, nil, false)
+	if err != nil {
+		return Failed, "", fmt.Errorf("replace: create: %w", err)
 	}
-	return Replaced, nil
+	return Replaced, stored.GetUID(), nil
 }
 
 // waitGone polls until the object u was no longer exists (its finalizers
