@@ -1,0 +1,79 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// post sends n to the URL of the sink and returns the URL's host, for the
+// log. The URL of a Slack or Teams webhook is itself a secret, so neither
+// the error nor the host holds its path, query or user: an error of the
+// HTTP client (which names the whole URL) is reduced to its cause.
+func (s *Sink) post(ctx context.Context, n Notification) (host string, err error) {
+	raw, err := s.URL(ctx)
+	if err != nil || raw == "" {
+		return "", err
+	}
+	host = hostOf(raw)
+	body, err := json.Marshal(n)
+	if err != nil {
+		return host, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, raw, bytes.NewReader(body))
+	if err != nil {
+		return host, fmt.Errorf("notification request to %s: %w", host, withoutURL(err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c := s.Client
+	if c == nil {
+		c = &http.Client{Timeout: 10 * time.Second}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return host, fmt.Errorf("post notification to %s: %w", host, withoutURL(err))
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode/100 != 2 {
+		return host, fmt.Errorf("post notification to %s: the receiver answered %s", host, resp.Status)
+	}
+	return host, nil
+}
+
+// hostOf returns the host[:port] of a notification URL, or a placeholder
+// when it does not parse (the parse error would quote it whole).
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	return u.Host
+}
+
+// withoutURL strips the *url.Error wrappers (which quote the whole URL,
+// also of a redirect) from an HTTP client or URL parse error, keeping the
+// cause.
+func withoutURL(err error) error {
+	for {
+		var ue *url.Error
+		if !errors.As(err, &ue) {
+			return err
+		}
+		if ue.Op == "parse" {
+			// The cause of a parse error may quote the part at fault
+			// (an invalid escape, a bad port), also secret.
+			return errors.New("the notification URL does not parse")
+		}
+		if ue.Err == nil {
+			return errors.New(ue.Op + " failed")
+		}
+		err = ue.Err
+	}
+}
