@@ -278,7 +278,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		}
 	}
 	validator := &webhook.Validator{
-		Store: store, Policy: engine, Settings: settings, Options: applier.Options, WriteOptions: applier.WriteOptions, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
+		Store: store, Policy: engine, Settings: settings, Options: applier.Options, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
 		FailClosed: o.FailurePolicy == "Fail", MaxInFlight: o.MaxInFlight,
 		Deadline: o.WebhookTimeout * 4 / 5, Log: log.WithName("webhook"),
 	}
