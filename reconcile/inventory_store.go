@@ -41,7 +41,7 @@ func InventoryName(guard string) string { return InventoryPrefix + guard }
 // so that a reconcile that changes nothing reads and writes nothing.
 //
 // A ConfigMap rather than the Guard's status: an inventory of 10,000
-// objects is about 1.3 MB of JSON, close to etcd's 1.5 MiB object limit, and
+// objects is about 1.4 MB of JSON, close to etcd's 1.5 MiB object limit, and
 // the status is patched often (drift counts) and read by every client of
 // Guards; compressed in a ConfigMap it is about 250 KiB, written only when
 // it changes and read only by the guard. The ConfigMap is owned by the
