@@ -55,6 +55,10 @@ type Options struct {
 
 	ReceiverAddr  string
 	ReceiverToken string
+	// ReceiverAllowUnauthenticated lets the receiver accept pushes while
+	// it has no token; without it, a receiver without a token refuses
+	// every push.
+	ReceiverAllowUnauthenticated bool
 
 	PolicyDir     string
 	PolicyTimeout time.Duration
@@ -150,7 +154,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 
 	fs.StringVar(&o.IgnoreFile, "ignore-file", o.IgnoreFile, "YAML list of ignore rules (as in a Guard's spec.ignore) that apply to every Guard, e.g. replicas owned by HPAs")
 	fs.StringVar(&o.ReceiverAddr, "receiver-addr", o.ReceiverAddr, "address of the Git push receiver (POST /hook from GitHub, GitLab, Gitea or a script reconciles that repository's Guards at once); empty disables it")
-	fs.StringVar(&o.ReceiverToken, "receiver-token", o.ReceiverToken, "shared secret push notifications must carry (X-Driftguard-Token, X-Gitlab-Token, or GitHub's X-Hub-Signature-256); env DRIFTGUARD_RECEIVER_TOKEN")
+	fs.StringVar(&o.ReceiverToken, "receiver-token", o.ReceiverToken, "shared secret push notifications must carry (X-Driftguard-Token, X-Gitlab-Token, or GitHub's X-Hub-Signature-256); env DRIFTGUARD_RECEIVER_TOKEN. Without it the receiver refuses every push")
+	fs.BoolVar(&o.ReceiverAllowUnauthenticated, "receiver-allow-unauthenticated", o.ReceiverAllowUnauthenticated, "let the push receiver accept pushes without a token (anyone who reaches it can make Guards fetch early); without this and a token it refuses every push")
 	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "folder of Rego files (package driftguard) to use instead of the built-in policy; reloaded on change")
 	fs.StringVar(&o.PolicyGit, "policy-git", o.PolicyGit, "GUARD:PATH: take the policy from the Rego files below PATH in Guard GUARD's repository, at the revision that Guard has in force (instead of --policy-dir)")
 	fs.DurationVar(&o.PolicyTimeout, "policy-timeout", o.PolicyTimeout, "bound of one policy evaluation (an admission review is also bounded by 80% of --webhook-timeout); a policy that takes longer is a policy error: the webhook applies --failure-policy, the drift watcher reverts")

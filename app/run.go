@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -259,12 +257,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		return fmt.Errorf("set up guard reconciler: %w", err)
 	}
 	driftStatus.Requeue = rec.Enqueue
-	if o.ReceiverAddr != "" {
-		receiver := &gitstore.Receiver{Token: o.ReceiverToken, Log: log.WithName("receiver")}
-		receiver.OnPush = func(urls []string) { rec.Pushed(context.Background(), urls) }
-		if err := mgr.Add(httpServer(o.ReceiverAddr, "/hook", receiver, log.WithName("receiver"))); err != nil {
-			return err
-		}
+	if err := addReceiver(mgr, o, rec.Pushed, log); err != nil {
+		return err
 	}
 
 	// Admission webhook.
@@ -365,30 +359,6 @@ func whoAmI(ctx context.Context, kube kubernetes.Interface) (string, error) {
 		return "", fmt.Errorf("find the guard's own identity (SelfSubjectReview): %w", err)
 	}
 	return r.Status.UserInfo.Username, nil
-}
-
-// httpServer serves one handler on addr until the manager stops.
-func httpServer(addr, path string, h http.Handler, log logr.Logger) manager.Runnable {
-	return nonLeader(func(ctx context.Context) error {
-		mux := http.NewServeMux()
-		mux.Handle(path, h)
-		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("listen %s: %w", addr, err)
-		}
-		log.Info("serving", "addr", ln.Addr().String(), "path", path)
-		go func() {
-			<-ctx.Done()
-			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(shutdown)
-		}()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
 }
 
 // nonLeader runs fn on every replica.

@@ -1,17 +1,17 @@
 package gitstore
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 )
@@ -20,21 +20,51 @@ import (
 // script) POSTs to it after a push, and OnPush is told the repository URLs the
 // payload names, so the Guards of that repository reconcile at once instead
 // of at their next interval.
+//
+// It is closed without a token: every request is refused with 403 unless
+// AllowUnauthenticated is set. A delivery it has already handled (the same
+// delivery ID, or the same signature, within ReplayWindow) is answered 200
+// and triggers nothing.
 type Receiver struct {
-	// Token, when set, must come as the X-Driftguard-Token header or
-	// GitLab's X-Gitlab-Token, or be the HMAC-SHA256 key of the body's
-	// signature: GitHub's X-Hub-Signature-256 ("sha256=HEX"), Gitea's
-	// X-Gitea-Signature or Gogs' X-Gogs-Signature (HEX). Empty accepts
-	// every push. SetToken replaces it.
-	Token  string
-	OnPush func(urls []string)
-	Log    logr.Logger
+	// Token must come as the X-Driftguard-Token header or GitLab's
+	// X-Gitlab-Token, or be the HMAC-SHA256 key of the body's signature:
+	// GitHub's X-Hub-Signature-256 ("sha256=HEX"), Gitea's
+	// X-Gitea-Signature or Gogs' X-Gogs-Signature (HEX). SetToken
+	// replaces it.
+	Token string
+	// AllowUnauthenticated accepts every push while there is no token
+	// (--receiver-allow-unauthenticated). Without it, and without a token,
+	// every request is refused.
+	AllowUnauthenticated bool
+	// ReplayWindow is how long a handled delivery is remembered
+	// (DefaultReplayWindow when zero); at most MaxDeliveries
+	// (DefaultMaxDeliveries when zero) are, the oldest forgotten first.
+	ReplayWindow  time.Duration
+	MaxDeliveries int
+	// ReadTimeout bounds reading one request's body (DefaultReadTimeout
+	// when zero); the server's ReadHeaderTimeout bounds its headers.
+	ReadTimeout time.Duration
+	OnPush      func(urls []string)
+	Log         logr.Logger
 
 	token atomic.Pointer[string] // set by SetToken
+
+	seenOnce sync.Once
+	seen     *deliveries
+	now      func() time.Time // for tests; time.Now when nil
 }
 
+// Defaults of a Receiver.
+const (
+	DefaultReplayWindow  = time.Hour
+	DefaultMaxDeliveries = 4096
+	DefaultReadTimeout   = 10 * time.Second
+	// MaxPushBody bounds a push payload; a larger one is answered 413.
+	MaxPushBody = 4 << 20
+)
+
 // NewReceiver returns a Receiver that calls onPush for pushes that carry
-// or are signed with token (empty: every push).
+// or are signed with token. With an empty token it refuses every push.
 func NewReceiver(token string, onPush func(urls []string), log logr.Logger) *Receiver {
 	return &Receiver{Token: token, OnPush: onPush, Log: log}
 }
@@ -63,23 +93,46 @@ func TokenFromSecret(data map[string][]byte) (string, error) {
 	return t, nil
 }
 
-// maxPushBody bounds a push payload.
-const maxPushBody = 4 << 20
-
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "push notifications are POSTed", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPushBody))
+	token := rc.currentToken()
+	if token == "" && !rc.AllowUnauthenticated {
+		rc.Log.Info("push refused: the receiver has no token", "remote", r.RemoteAddr)
+		http.Error(w, "the push receiver has no token and refuses every push", http.StatusForbidden)
+		return
+	}
+	// The server bounds the headers; this bounds the body (a client
+	// trickling it would hold the connection).
+	readTimeout := rc.ReadTimeout
+	if readTimeout <= 0 {
+		readTimeout = DefaultReadTimeout
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readTimeout)) // not every ResponseWriter supports it
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPushBody))
 	if err != nil {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			http.Error(w, fmt.Sprintf("push payload larger than %d bytes", MaxPushBody), http.StatusRequestEntityTooLarge)
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			rc.Log.Info("push refused: body not read in time", "remote", r.RemoteAddr, "timeout", readTimeout)
+			http.Error(w, "push payload not received in time", http.StatusRequestTimeout)
+			return
+		}
 		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if why := rc.unauthorized(r.Header, body); why != "" {
-		rc.Log.Info("push rejected", "reason", why, "remote", r.RemoteAddr)
-		http.Error(w, "bad or missing token", http.StatusUnauthorized)
-		return
+	auth := authenticated{}
+	if token != "" {
+		if auth = authenticate(token, r.Header, body); auth.refused != "" {
+			rc.Log.Info("push rejected", "reason", auth.refused, "remote", r.RemoteAddr)
+			http.Error(w, "bad or missing token", http.StatusUnauthorized)
+			return
+		}
 	}
 	urls, err := PushURLs(body)
 	if err != nil {
@@ -90,59 +143,36 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "push payload names no repository URL", http.StatusBadRequest)
 		return
 	}
+	if id := deliveryKeys(r.Header, auth.signature); len(id) > 0 && rc.deliveries().seenBefore(id, rc.clock()) {
+		rc.Log.Info("push already handled; not triggered again", "delivery", id[0], "urls", urls)
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "delivery already handled\n")
+		return
+	}
 	rc.Log.Info("push received", "urls", urls)
 	rc.OnPush(urls)
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// tokenHeaders carry the token itself.
-var tokenHeaders = []string{"X-Driftguard-Token", "X-Gitlab-Token"}
-
-// signatureHeaders carry the hex HMAC-SHA256 of the body keyed with the
-// token, after a prefix.
-var signatureHeaders = []struct{ name, prefix string }{
-	{"X-Hub-Signature-256", "sha256="}, // GitHub, and Gitea since 1.17
-	{"X-Gitea-Signature", ""},
-	{"X-Gogs-Signature", ""},
+func (rc *Receiver) clock() time.Time {
+	if rc.now != nil {
+		return rc.now()
+	}
+	return time.Now()
 }
 
-// unauthorized says why a push is refused, or "" when it carries the token
-// or a valid signature of body.
-func (rc *Receiver) unauthorized(h http.Header, body []byte) string {
-	token := rc.currentToken()
-	if token == "" {
-		return ""
-	}
-	why := "no token or signature header"
-	for _, name := range tokenHeaders {
-		v := h.Get(name)
-		if v == "" {
-			continue
+func (rc *Receiver) deliveries() *deliveries {
+	rc.seenOnce.Do(func() {
+		window, size := rc.ReplayWindow, rc.MaxDeliveries
+		if window <= 0 {
+			window = DefaultReplayWindow
 		}
-		if subtle.ConstantTimeCompare([]byte(v), []byte(token)) == 1 {
-			return ""
+		if size <= 0 {
+			size = DefaultMaxDeliveries
 		}
-		why = "wrong " + name
-	}
-	var mac []byte
-	for _, sh := range signatureHeaders {
-		v := h.Get(sh.name)
-		if v == "" {
-			continue
-		}
-		if mac == nil {
-			m := hmac.New(sha256.New, []byte(token))
-			m.Write(body)
-			mac = m.Sum(nil)
-		}
-		hexSig, ok := strings.CutPrefix(v, sh.prefix)
-		sig, err := hex.DecodeString(hexSig)
-		if ok && err == nil && hmac.Equal(sig, mac) {
-			return ""
-		}
-		why = "wrong " + sh.name
-	}
-	return why
+		rc.seen = newDeliveries(window, size)
+	})
+	return rc.seen
 }
 
 // PushURLs returns the repository URLs a push payload names: GitHub and

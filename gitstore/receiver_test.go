@@ -51,7 +51,8 @@ func TestReceiver(t *testing.T) {
 		code    int
 		urls    []string
 	}{
-		{"github without token", "", github, nil, http.StatusAccepted, githubURLs},
+		{"no token set: closed", "", github, nil, http.StatusForbidden, nil},
+		{"no token set: closed to a token too", "", github, map[string]string{"X-Driftguard-Token": ""}, http.StatusForbidden, nil},
 		{"driftguard token", "s3cret", github, map[string]string{"X-Driftguard-Token": "s3cret"}, http.StatusAccepted, githubURLs},
 		{"wrong driftguard token", "s3cret", github, map[string]string{"X-Driftguard-Token": "s3cre"}, http.StatusUnauthorized, nil},
 		{"gitlab with token", "s3cret", `{"project":{"git_http_url":"https://gl.example/a/b.git"}}`, map[string]string{"X-Gitlab-Token": "s3cret"}, http.StatusAccepted, []string{"https://gl.example/a/b.git"}},
@@ -69,8 +70,10 @@ func TestReceiver(t *testing.T) {
 		{"unsigned", "s3cret", `{"url":"x"}`, nil, http.StatusUnauthorized, nil},
 		{"signed but not json", "s3cret", "nope", map[string]string{"X-Gitea-Signature": hexMAC("nope", "s3cret")}, http.StatusBadRequest, nil},
 		{"unsigned and not json", "s3cret", "nope", nil, http.StatusUnauthorized, nil},
-		{"not json", "", "nope", nil, http.StatusBadRequest, nil},
-		{"no url", "", `{}`, nil, http.StatusBadRequest, nil},
+		{"not json", "s3cret", "nope", map[string]string{"X-Driftguard-Token": "s3cret"}, http.StatusBadRequest, nil},
+		{"no url", "s3cret", `{}`, map[string]string{"X-Driftguard-Token": "s3cret"}, http.StatusBadRequest, nil},
+		{"token longer than the one set", "s3cret", github, map[string]string{"X-Driftguard-Token": "s3cret-and-more"}, http.StatusUnauthorized, nil},
+		{"token as a prefix", "s3cret", github, map[string]string{"X-Driftguard-Token": "s3"}, http.StatusUnauthorized, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

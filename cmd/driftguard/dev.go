@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -110,6 +111,11 @@ func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, di
 		opts.ReceiverAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	hook := "http://" + opts.ReceiverAddr + "/hook"
+	if opts.ReceiverToken == "" && !opts.ReceiverAllowUnauthenticated {
+		// The receiver refuses pushes without a token: the demo's Git
+		// server gets one of its own.
+		opts.ReceiverToken = rand.Text()
+	}
 	git.OnPush(func(url string) { notifyPush(log, hook, opts.ReceiverToken, url) })
 
 	_, guardCfg, err := cluster.AddUser("driftguard", []string{"system:masters"})

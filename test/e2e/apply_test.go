@@ -129,13 +129,28 @@ func TestPushReconcilesAtOnce(t *testing.T) {
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 	rev := repo.Change(t, "two", map[string]string{"cm.yaml": configMap(ns, "cm", "two")})
 	body := fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q}}`, repo.URL)
-	resp, err := http.Post(h.ReceiverURL, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("receiver answered %s", resp.Status)
+	// Without the receiver's token the push is refused and changes nothing.
+	for _, token := range []string{"", "wrong", h.ReceiverToken} {
+		req, err := http.NewRequest(http.MethodPost, h.ReceiverURL, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("X-Driftguard-Token", token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusUnauthorized
+		if token == h.ReceiverToken {
+			want = http.StatusAccepted
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("receiver answered %s to token %q, want %d", resp.Status, token, want)
+		}
 	}
 	h.WaitApplied(t, repo.Guard, rev)
 	waitValue(t, ns, "cm", "two")

@@ -6,6 +6,7 @@ package harness
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"maps"
 	"net"
@@ -42,8 +43,10 @@ type Harness struct {
 	Audit *Records
 	// AuditFile is where the file sink writes.
 	AuditFile string
-	// ReceiverURL is the guard's Git push receiver.
-	ReceiverURL string
+	// ReceiverURL is the guard's Git push receiver; pushes must carry
+	// ReceiverToken (X-Driftguard-Token).
+	ReceiverURL   string
+	ReceiverToken string
 	// WebhookConfigName names the guard's webhook configurations.
 	WebhookConfigName string
 	Dir               string
@@ -171,6 +174,8 @@ func (h *Harness) start(o Options) error {
 	}
 	opts.ReceiverAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	h.ReceiverURL = "http://" + opts.ReceiverAddr + "/hook"
+	opts.ReceiverToken = RandomToken()
+	h.ReceiverToken = opts.ReceiverToken
 	if o.Guard != nil {
 		o.Guard(&opts)
 	}
@@ -250,6 +255,11 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// RandomToken returns a fresh secret, e.g. for the push receiver.
+func RandomToken() string {
+	return rand.Text()
 }
 
 // FreePort returns a TCP port free on 127.0.0.1 right now.

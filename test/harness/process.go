@@ -103,6 +103,9 @@ type Process struct {
 	PprofAddr    string
 	HealthAddr   string
 	ReceiverAddr string // the push receiver (POST /hook)
+	// ReceiverToken is the receiver's token (a receiver without one
+	// refuses every push); NotifyPush sends it.
+	ReceiverToken string
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -129,7 +132,7 @@ func StartProcess(o ProcessOptions) (*Process, error) {
 		return nil, err
 	}
 	p := &Process{
-		MetricsAddr: addrs[0], HealthAddr: addrs[1], PprofAddr: addrs[2], ReceiverAddr: addrs[3],
+		MetricsAddr: addrs[0], HealthAddr: addrs[1], PprofAddr: addrs[2], ReceiverAddr: addrs[3], ReceiverToken: RandomToken(),
 		LogPath: filepath.Join(o.Dir, "guard.log"), done: make(chan struct{}),
 	}
 	if p.logFile, err = os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
@@ -150,7 +153,8 @@ func StartProcess(o ProcessOptions) (*Process, error) {
 		p.cmd.Stdout = io.Discard
 	}
 	p.cmd.Stderr = p.logFile
-	p.cmd.Env = append(os.Environ(), o.Env...)
+	// The token goes in the environment, not on the command line (ps).
+	p.cmd.Env = append(append(os.Environ(), "DRIFTGUARD_RECEIVER_TOKEN="+p.ReceiverToken), o.Env...)
 	// Own process group (Kill reaches everything); SIGKILL when the thread
 	// that started it goes away, so a crashed test leaves no guard behind.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -344,6 +348,7 @@ func (p *Process) NotifyPush(ctx context.Context, url string) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Driftguard-Token", p.ReceiverToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("push notification: %w", err)
