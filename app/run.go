@@ -43,6 +43,7 @@ import (
 	"github.com/driftguard/driftguard/notify"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/stamp"
 	"github.com/driftguard/driftguard/sources"
 	"github.com/driftguard/driftguard/webhook"
 )
@@ -183,10 +184,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		}
 	}
 	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules, Concurrency: o.ApplyConcurrency}
+	// Stamps are signed with a key derived from the webhook's serving key
+	// (certs, set below before anything is served).
+	var serving servingCerts
+	stamps := stamp.NewSigner(stamp.KeyFromCertificate(func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if serving == nil {
+			return nil, errors.New("no serving certificate yet")
+		}
+		return serving.GetCertificate(h)
+	}))
 	watcher := &informer.Watcher{
 		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: store, Reverter: reverter{applier},
 		Policy: engine, Settings: settings, Audit: auditLog, LabelKey: reconcile.GuardLabel,
-		Workers: o.Workers, Log: log.WithName("drift"),
+		Workers: o.Workers, Stamps: stamps, Log: log.WithName("drift"),
 	}
 	applier.Live = watcher
 	// Custom health rules (data.driftguard.health) live in the policy files.
@@ -266,18 +276,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	if err != nil {
 		return err
 	}
+	serving = certs
 	if keeper != nil {
 		if err := mgr.Add(keeper); err != nil {
 			return err
 		}
 	}
 	validator := &webhook.Validator{
-		Store: store, Policy: engine, Settings: settings, Options: applier.Options, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
+		Store: store, Policy: engine, Settings: settings, Options: applier.Options, WriteOptions: applier.WriteOptions, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
 		FailClosed: o.FailurePolicy == "Fail", MaxInFlight: o.MaxInFlight,
 		Deadline: o.WebhookTimeout * 4 / 5, Log: log.WithName("webhook"),
 	}
 	validator.Init()
-	stamper := &webhook.Stamper{Validator: validator}
+	stamper := &webhook.Stamper{Validator: validator, Stamps: stamps}
 	server := webhook.NewServer(o.WebhookAddr, tls.Certificate{}, validator, stamper, log.WithName("webhook"))
 	server.GetCertificate = certs.GetCertificate
 	server.MinVersion, _ = o.tlsMinVersion()

@@ -50,3 +50,25 @@ func Paths(changes []Change) []string {
 	}
 	return out
 }
+
+// AddedPaths returns the paths of the changes that add a field.
+func AddedPaths(changes []Change) []string {
+	out := []string{}
+	for _, c := range changes {
+		if c.Added {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}
+
+// RemovedPaths returns the paths of the changes that remove a field.
+func RemovedPaths(changes []Change) []string {
+	out := []string{}
+	for _, c := range changes {
+		if c.Missing {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}

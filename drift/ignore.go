@@ -3,6 +3,7 @@ package drift
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -26,6 +27,9 @@ type RuleSpec struct {
 	// ManagedFieldsManagers hide the fields these field managers own in the
 	// live object's metadata.managedFields.
 	ManagedFieldsManagers []string
+	// Users are the authenticated identities that may write the fields of
+	// ManagedFieldsManagers at admission (ForWrite).
+	Users []string
 }
 
 // Rule is a compiled ignore rule. A Rule is immutable and safe for
@@ -36,6 +40,7 @@ type Rule struct {
 	pointers                     *pathTrie // nil when the rule has none
 	jq                           []*jqExpr
 	managers                     []string
+	users                        []string
 }
 
 // CompileRules compiles ignore rules once, for use with For. A rule that does
@@ -63,7 +68,7 @@ func CompileRules(specs []RuleSpec) ([]*Rule, error) {
 }
 
 func compileRule(i int, s RuleSpec) (*Rule, error) {
-	r := &Rule{index: i, group: s.Group, kind: s.Kind, namespace: s.Namespace, name: s.Name}
+	r := &Rule{index: i, group: s.Group, kind: s.Kind, namespace: s.Namespace, name: s.Name, users: s.Users}
 	var errs []error
 	for j, p := range s.JSONPointers {
 		tokens, err := ParsePointer(p)
@@ -94,6 +99,9 @@ func compileRule(i int, s RuleSpec) (*Rule, error) {
 			continue
 		}
 		r.managers = append(r.managers, m)
+	}
+	if len(s.Users) > 0 && len(s.ManagedFieldsManagers) == 0 {
+		errs = append(errs, fmt.Errorf("ignore[%d].users: names the writers of managedFieldsManagers, and the rule has none", i))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -153,6 +161,19 @@ func Check(rules []*Rule, group, kind, namespace, name string, desired map[strin
 // jq path expressions are evaluated against the desired object when Compare
 // runs; the desired object must not be modified afterwards.
 func For(rules []*Rule, group, kind, namespace, name string, live map[string]any) Options {
+	return forObject(rules, group, kind, namespace, name, live, func(*Rule) bool { return true })
+}
+
+// ForWrite returns the Options for deciding one write by user (at
+// admission): updated is the object the write would store. A field manager's
+// name is the writer's choice, so a managedFieldsManagers rule hides the
+// fields its managers own only when user is one of the rule's Users; its
+// jsonPointers and jqPathExpressions hide their fields from every writer.
+func ForWrite(rules []*Rule, group, kind, namespace, name string, updated map[string]any, user string) Options {
+	return forObject(rules, group, kind, namespace, name, updated, func(r *Rule) bool { return slices.Contains(r.users, user) })
+}
+
+func forObject(rules []*Rule, group, kind, namespace, name string, live map[string]any, trustManagers func(*Rule) bool) Options {
 	var o *objectRules
 	var managers []string
 	for _, r := range rules {
@@ -166,7 +187,9 @@ func For(rules []*Rule, group, kind, namespace, name string, live map[string]any
 			o.pointers = append(o.pointers, r.pointers)
 		}
 		o.jq = append(o.jq, r.jq...)
-		managers = append(managers, r.managers...)
+		if trustManagers(r) {
+			managers = append(managers, r.managers...)
+		}
 	}
 	if o == nil {
 		return Options{}

@@ -3,18 +3,19 @@ package informer
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 )
 
 // Fight detection: when the guard keeps reverting the same object against
-// the same other field manager (an HPA, an operator) that puts back the same
-// values every time, reverting again only feeds a loop. After fightLimit such
-// reverts within fightWindow the guard stops reverting that object for that
-// manager and says so, naming the manager and the ignore rule that would end
-// the fight. Changes to different values each time (a person, a load test)
-// are not a fight.
+// the same controller (an operator, admitted by the policy and then reverted)
+// that puts back the same values every time, reverting again only feeds a
+// loop. After fightLimit such reverts within fightWindow the guard stops
+// reverting that object for that controller and says so, naming it and the
+// ignore rule that would end the fight. The controller is a verified
+// identity (attribution.controller), never a field manager's name, which any
+// writer chooses. Changes to different values each time (a load test) are
+// not a fight.
 const (
 	fightLimit  = 5
 	fightWindow = 2 * time.Minute
@@ -48,17 +49,20 @@ func newFights() *fights {
 
 // allow reports whether the guard may revert it against manager now.
 func (f *fights) allow(it item, manager string) bool {
+	if manager == "" {
+		return true
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_, stopped := f.stopped[fightKey{it, manager}]
 	return !stopped
 }
 
-// reverted counts a revert; it returns true when this revert starts a fight.
-// Changes made with kubectl are a person's and never count: repeating an
-// edit must not switch self-heal off.
+// reverted counts a revert against a controller; it returns true when this
+// revert starts a fight. A change by no controller ("") never counts:
+// repeating an edit must not switch self-heal off.
 func (f *fights) reverted(it item, manager, changes, guard string, now time.Time) bool {
-	if manager == "" || manager == "unknown" || strings.HasPrefix(manager, "kubectl") {
+	if manager == "" {
 		return false
 	}
 	k := countKey{fightKey{it, manager}, changes}
@@ -125,15 +129,18 @@ func (f *fights) of(guard string) []string {
 	var out []string
 	for k, g := range f.stopped {
 		if g == guard {
-			out = append(out, fightMessage(k.it, k.manager))
+			out = append(out, fightMessage(k.it, k.manager, ""))
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-func fightMessage(it item, manager string) string {
-	return fmt.Sprintf("%s is changed back by field manager %q after every revert; stopped reverting it. "+
-		"If %s owns these fields, add to the Guard: ignore: [{group: %q, kind: %s, name: %s, managedFieldsManagers: [%q]}]",
-		it.key().Display(), manager, manager, it.gvk.Group, it.gvk.Kind, it.name, manager)
+func fightMessage(it item, controller, manager string) string {
+	if manager == "" {
+		manager = "<its field manager>"
+	}
+	return fmt.Sprintf("%s is changed back by %s after every revert; stopped reverting it. "+
+		"If %s owns these fields, add to the Guard: ignore: [{group: %q, kind: %s, name: %s, managedFieldsManagers: [%q], users: [%q]}]",
+		it.key().Display(), controller, controller, it.gvk.Group, it.gvk.Kind, it.name, manager, controller)
 }

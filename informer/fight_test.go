@@ -10,6 +10,7 @@ import (
 )
 
 func TestFights(t *testing.T) {
+	const op = "system:serviceaccount:operators:my-operator"
 	it := item{gvk: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, namespace: "shop", name: "web"}
 	t0 := time.Now()
 	tests := []struct {
@@ -20,12 +21,11 @@ func TestFights(t *testing.T) {
 		fight   bool
 		varying bool // different values each time
 	}{
-		{"controller reverted often", "my-operator", time.Second, fightLimit + 1, true, false},
-		{"controller reverted at the limit", "my-operator", time.Second, fightLimit, false, false},
-		{"spread beyond the window", "my-operator", fightWindow / 2, fightLimit + 3, false, false},
-		{"a person with kubectl never", "kubectl-patch", time.Second, 3 * fightLimit, false, false},
-		{"unknown manager never", "unknown", time.Second, 3 * fightLimit, false, false},
-		{"different values each time are no fight", "load-test", time.Second, 3 * fightLimit, false, true},
+		{"controller reverted often", op, time.Second, fightLimit + 1, true, false},
+		{"controller reverted at the limit", op, time.Second, fightLimit, false, false},
+		{"spread beyond the window", op, fightWindow / 2, fightLimit + 3, false, false},
+		{"no controller (a person, an unverified writer) never", "", time.Second, 3 * fightLimit, false, false},
+		{"different values each time are no fight", op, time.Second, 3 * fightLimit, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,7 +40,7 @@ func TestFights(t *testing.T) {
 					started = true
 				}
 			}
-			if started != tt.fight || f.allow(it, tt.manager) == tt.fight {
+			if started != tt.fight || (tt.manager != "" && f.allow(it, tt.manager) == tt.fight) {
 				t.Fatalf("fight = %v (allow %v), want %v", started, f.allow(it, tt.manager), tt.fight)
 			}
 			if tt.fight {
@@ -76,5 +76,28 @@ func TestFightCountsExpire(t *testing.T) {
 	f.reverted(it, "load-test", "/data/value=last;", "shop", t0.Add(20*fightWindow))
 	if len(f.reverts) != 1 {
 		t.Fatalf("%d counts kept after a quiet window, want 1", len(f.reverts))
+	}
+}
+
+// TestController: only a verified service account of another namespace
+// counts as a controller a fight can be detected against.
+func TestController(t *testing.T) {
+	tests := []struct {
+		name string
+		who  attribution
+		want string
+	}{
+		{"verified operator of another namespace", attribution{user: "system:serviceaccount:ops:op", verified: true}, "system:serviceaccount:ops:op"},
+		{"account of the object's own namespace", attribution{user: "system:serviceaccount:shop:x", verified: true}, ""},
+		{"a person", attribution{user: "alice", verified: true}, ""},
+		{"unverified", attribution{user: "system:serviceaccount:ops:op", manager: "op"}, ""},
+		{"unknown with a forged manager name", attribution{user: "unknown", manager: "kube-controller-manager"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.who.controller("shop"); got != tt.want {
+				t.Fatalf("controller = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

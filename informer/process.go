@@ -68,7 +68,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		w.notify(guard)
 	}
 
-	who := attribute(live)
+	who := w.attribute(live, want.Key, seen)
 	decision := w.decide(ctx, guard, want, live, changes, who, operation)
 	expired := false
 	if decision.Action == policy.Allow && decision.Rule == "break-glass" && live != nil {
@@ -94,12 +94,13 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	if !w.Settings.SelfHeal(guard) || (decision.Action != policy.Revert && decision.Action != policy.Deny) {
 		return nil
 	}
-	if !w.fights.allow(it, who.manager) {
+	controller := who.controller(it.namespace)
+	if !w.fights.allow(it, controller) {
 		return nil
 	}
-	if w.fights.reverted(it, who.manager, changeSignature(changes), guard, seen) {
-		msg := fightMessage(it, who.manager)
-		w.Log.Info("fight detected; no longer reverting", "object", it.key().String(), "manager", who.manager)
+	if w.fights.reverted(it, controller, changeSignature(changes), guard, seen) {
+		msg := fightMessage(it, controller, who.manager)
+		w.Log.Info("fight detected; no longer reverting", "object", it.key().String(), "controller", controller, "manager", who.manager)
 		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, User: who.user, Manager: who.manager, Operation: "REVERT",
 			Object: rec.Object, Fields: rec.Fields, Action: "stopped", Rule: "fight-detected", Reason: msg, Source: rec.Source})
 		w.notify(guard)
@@ -183,15 +184,19 @@ func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Objec
 		return policy.Decision{Action: policy.Revert, Reason: "no policy configured", Rule: "self-heal"}
 	}
 	in := policy.Input{
-		Operation:  "DRIFT",
-		User:       policy.User{Username: who.user, Groups: who.groups, ServiceAccount: strings.HasPrefix(who.user, "system:serviceaccount:")},
-		Resource:   policyResource(want),
-		Desired:    drift.RedactObject(want.Obj().Object),
-		Drift:      policy.Changes(changes),
-		Source:     policy.Source(want.Source),
-		Guard:      guard,
-		PolicyData: w.Settings.PolicyData(guard),
-		GuardSpec:  w.Settings.GuardSpec(guard),
+		Operation: "DRIFT",
+		User:      policy.User{Username: who.user, Groups: who.groups, ServiceAccount: strings.HasPrefix(who.user, "system:serviceaccount:")},
+		// The field manager is the writer's claim, kept apart from the user.
+		FieldManager: who.manager,
+		Resource:     policyResource(want),
+		Desired:      drift.RedactObject(want.Obj().Object),
+		Drift:        policy.Changes(changes),
+		Added:        drift.AddedPaths(changes),
+		Removed:      drift.RemovedPaths(changes),
+		Source:       policy.Source(want.Source),
+		Guard:        guard,
+		PolicyData:   w.Settings.PolicyData(guard),
+		GuardSpec:    w.Settings.GuardSpec(guard),
 	}
 	if operation == "DELETE" {
 		in.Drift = []policy.Change{{Path: "", Desired: "present", Live: nil}}
@@ -208,25 +213,29 @@ func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Objec
 	return d
 }
 
-// attribution says who last changed an object: the person the mutating
-// webhook stamped when the stamp belongs to the newest change, otherwise the
-// newest field manager other than the guard.
+// attribution says who last changed an object. The user is the person the
+// admission webhook stamped, when the stamp verifies (the guard issued it for
+// this object) and belongs to the newest change; otherwise "unknown". The
+// field manager of the newest change is kept apart: any writer chooses it.
 type attribution struct {
 	user    string
 	groups  []string
 	manager string
-	at      time.Time
+	// at is when the change was made: the stamp's time (the guard's clock
+	// at admission) when verified, else when the guard first saw it.
+	at       time.Time
+	verified bool
 }
 
 // stampSlack allows for managed-fields times having whole seconds.
 const stampSlack = 2 * time.Second
 
-func attribute(live *unstructured.Unstructured) attribution {
-	unknown := attribution{user: "unknown", manager: "unknown", at: time.Now()}
+func (w *Watcher) attribute(live *unstructured.Unstructured, key gitstore.ObjectKey, seen time.Time) attribution {
+	who := attribution{user: "unknown", manager: "unknown", at: seen}
 	if live == nil {
-		return unknown
+		return who
 	}
-	var best attribution
+	var newest time.Time
 	// The entries are read in place: GetManagedFields converts each one,
 	// field sets and all, to the typed form, for a name and a time.
 	md, _ := live.Object["metadata"].(map[string]any)
@@ -239,17 +248,35 @@ func attribute(live *unstructured.Unstructured) attribution {
 		if manager == reconcileManager || err != nil {
 			continue
 		}
-		if best.manager == "" || t.After(best.at) {
-			best = attribution{manager: manager, user: manager, at: t}
+		if who.manager == "unknown" || t.After(newest) {
+			who.manager, newest = manager, t
 		}
 	}
-	if best.manager == "" {
-		return unknown
+	if w.Stamps == nil {
+		return who
 	}
-	if stamp, ok := v1alpha1.ParseChangedBy(live.GetAnnotations()[v1alpha1.ChangedByAnnotation]); ok && !stamp.Time.Before(best.at.Add(-stampSlack)) {
-		best.user, best.groups, best.at = stamp.User, stamp.Groups, stamp.Time
+	c, ok := w.Stamps.Verify(live.GetAnnotations()[v1alpha1.ChangedByAnnotation], key.String())
+	if ok && !c.Time.Before(newest.Add(-stampSlack)) {
+		who.user, who.groups, who.at, who.verified = c.User, c.Groups, c.Time, true
 	}
-	return best
+	return who
+}
+
+// controller is the identity a fight is counted against: a verified service
+// account of another namespace than the object's, which is how controllers
+// run. A person, an unverified writer, or an account of the object's own
+// namespace (which that namespace's editors can act as) is never one, so
+// none of them can make the guard stop reverting.
+func (a attribution) controller(namespace string) string {
+	const prefix = "system:serviceaccount:"
+	if !a.verified || !strings.HasPrefix(a.user, prefix) {
+		return ""
+	}
+	ns, _, _ := strings.Cut(strings.TrimPrefix(a.user, prefix), ":")
+	if ns == namespace {
+		return ""
+	}
+	return a.user
 }
 
 // reconcileManager is the guard's own field manager; its writes are never drift.

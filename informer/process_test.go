@@ -1,6 +1,10 @@
 package informer
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"testing"
 	"time"
@@ -9,14 +13,27 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/stamp"
 )
 
 func TestAttribute(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	seen := t0.Add(time.Hour)
 	at := func(d time.Duration) *metav1.Time { v := metav1.NewTime(t0.Add(d)); return &v }
-	stamp := func(user string, d time.Duration) string {
-		return v1alpha1.ChangedBy{User: user, Groups: []string{"sre"}, Time: t0.Add(d)}.String()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	signer := stamp.NewSigner(stamp.KeyFromCertificate(func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return &tls.Certificate{PrivateKey: key}, nil
+	}))
+	obj := gitstore.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
+	issued := func(user string, d time.Duration, object gitstore.ObjectKey) string {
+		v, err := signer.Issue(v1alpha1.ChangedBy{User: user, Groups: []string{"sre"}, Time: t0.Add(d)}, object.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
+	forged := v1alpha1.ChangedBy{User: "bob", Groups: []string{"sre"}, Time: t0.Add(10 * time.Second)}.String()
 	tests := []struct {
 		name       string
 		managers   []metav1.ManagedFieldsEntry
@@ -26,15 +43,20 @@ func TestAttribute(t *testing.T) {
 	}{
 		{"no managers", nil, "", "unknown", "unknown", false},
 		{"only the guard", []metav1.ManagedFieldsEntry{{Manager: "driftguard", Time: at(0)}}, "", "unknown", "unknown", false},
-		{"newest other manager", []metav1.ManagedFieldsEntry{
-			{Manager: "driftguard", Time: at(time.Minute)}, {Manager: "kubectl-edit", Time: at(0)}, {Manager: "kubectl-patch", Time: at(time.Second)},
-		}, "", "kubectl-patch", "kubectl-patch", false},
-		{"stamp of the newest change names the person", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(10 * time.Second)}},
-			stamp("alice", 10*time.Second), "alice", "kubectl-patch", true},
+		{"a manager name is no identity", []metav1.ManagedFieldsEntry{
+			{Manager: "driftguard", Time: at(time.Minute)}, {Manager: "kubectl-edit", Time: at(0)}, {Manager: "kube-controller-manager", Time: at(time.Second)},
+		}, "", "unknown", "kube-controller-manager", false},
+		{"verified stamp of the newest change names the person", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(10 * time.Second)}},
+			issued("alice", 10*time.Second, obj), "alice", "kubectl-patch", true},
+		{"stamp written by hand is ignored", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(10 * time.Second)}},
+			forged, "unknown", "kubectl-patch", false},
+		{"stamp of another object is ignored", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(10 * time.Second)}},
+			issued("alice", 10*time.Second, gitstore.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "other"}), "unknown", "kubectl-patch", false},
 		{"stale stamp is ignored", []metav1.ManagedFieldsEntry{{Manager: "helm", Time: at(time.Hour)}},
-			stamp("alice", 0), "helm", "helm", false},
-		{"garbage stamp is ignored", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}}, "{not json", "kubectl-patch", "kubectl-patch", false},
+			issued("alice", 0, obj), "unknown", "helm", false},
+		{"garbage stamp is ignored", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}}, "{not json", "unknown", "kubectl-patch", false},
 	}
+	w := &Watcher{Stamps: signer}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]any{}}
@@ -42,9 +64,12 @@ func TestAttribute(t *testing.T) {
 			if tt.stamp != "" {
 				u.SetAnnotations(map[string]string{v1alpha1.ChangedByAnnotation: tt.stamp})
 			}
-			got := attribute(u)
+			got := w.attribute(u, obj, seen)
 			if got.user != tt.user || got.manager != tt.mgr || (len(got.groups) > 0) != tt.wantGroups {
 				t.Fatalf("attribute = %+v, want user %q manager %q groups %v", got, tt.user, tt.mgr, tt.wantGroups)
+			}
+			if !got.verified && !got.at.Equal(seen) {
+				t.Fatalf("an unverified change is timed from when the guard saw it, got %v", got.at)
 			}
 		})
 	}

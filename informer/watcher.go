@@ -20,6 +20,7 @@ import (
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/stamp"
 )
 
 // Reverter puts a desired object back into the cluster.
@@ -67,6 +68,10 @@ type Watcher struct {
 	LabelKey string
 	// Workers process the queue in parallel; each object is handled by one at a time.
 	Workers int
+	// Stamps verifies the changed-by stamps of the admission webhook; a
+	// drift whose stamp does not verify (or without Stamps) is attributed
+	// to "unknown".
+	Stamps *stamp.Signer
 	// Changed, when set, is told of each guard whose set of drifted objects changed.
 	Changed func(guard string)
 	// HealthChanged, when set, is told of each guard one of whose objects

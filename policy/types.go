@@ -13,18 +13,25 @@ import (
 type Input struct {
 	// Operation is CREATE, UPDATE, DELETE (admission) or DRIFT (seen by the
 	// informer after the fact).
-	Operation   string            `json:"operation"`
-	User        User              `json:"user"`
-	Resource    Resource          `json:"resource"`
-	SubResource string            `json:"subResource,omitempty"`
-	Object      map[string]any    `json:"object,omitempty"`
-	OldObject   map[string]any    `json:"oldObject,omitempty"`
-	Desired     map[string]any    `json:"desired,omitempty"`
-	Drift       []Change          `json:"drift"`
-	Source      Source            `json:"source"`
-	Annotations map[string]string `json:"annotations,omitempty"` // annotations of the incoming object
-	DryRun      bool              `json:"dryRun"`
-	Guard       string            `json:"guard"`
+	Operation   string         `json:"operation"`
+	User        User           `json:"user"`
+	Resource    Resource       `json:"resource"`
+	SubResource string         `json:"subResource,omitempty"`
+	Object      map[string]any `json:"object,omitempty"`
+	OldObject   map[string]any `json:"oldObject,omitempty"`
+	Desired     map[string]any `json:"desired,omitempty"`
+	Drift       []Change       `json:"drift"`
+	// Added and Removed are the paths of Drift that the change adds (a
+	// field Git does not set, a sidecar) or removes (a field Git sets).
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	// FieldManager is the field manager of the newest change the drift
+	// watcher saw. Any writer chooses it: a claim, never an identity.
+	FieldManager string            `json:"fieldManager,omitempty"`
+	Source       Source            `json:"source"`
+	Annotations  map[string]string `json:"annotations,omitempty"` // annotations of the incoming object
+	DryRun       bool              `json:"dryRun"`
+	Guard        string            `json:"guard"`
 	// Orphan is true for the CREATE of an object Git does not have in a
 	// namespace a Guard owns; Desired is then absent and Source is where the
 	// Namespace is in Git.
@@ -55,9 +62,12 @@ type Resource struct {
 
 // Change is one field that differs between Git and the cluster.
 type Change struct {
-	Path    string `json:"path"` // JSON pointer, e.g. /spec/replicas
-	Desired any    `json:"desired"`
-	Live    any    `json:"live"`
+	Path    string `json:"path"`    // JSON pointer, e.g. /spec/replicas
+	Desired any    `json:"desired"` // Git's value (null where Git sets none)
+	Live    any    `json:"live"`    // the value the change writes (null: removed)
+	// Old is the value before the change, for an admission request that
+	// replaces an object (null: the change adds the field).
+	Old any `json:"old,omitempty"`
 }
 
 // Source is where in Git the desired object comes from.
@@ -123,7 +133,7 @@ var ErrTimeout = errors.New("policy evaluation timed out")
 func Changes(cs []drift.Change) []Change {
 	out := make([]Change, len(cs))
 	for i, c := range cs {
-		out[i] = Change{Path: c.Path, Desired: c.Desired, Live: c.Live}
+		out[i] = Change{Path: c.Path, Desired: c.Desired, Live: c.Live, Old: c.Old}
 	}
 	return out
 }

@@ -64,13 +64,31 @@ func describeChanges(changes []drift.Change) string {
 			parts = append(parts, fmt.Sprintf("and %d more fields", len(changes)-maxShownChanges))
 			break
 		}
-		if c.Missing {
-			parts = append(parts, fmt.Sprintf("%s: %s → (removed)", c.Path, show(c.Desired)))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s: %s → %s", c.Path, show(c.Desired), show(c.Live)))
-		}
+		parts = append(parts, describeChange(c))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// describeChange shows one change: for a write, its old and new value and
+// Git's beside them; for drift, Git's value and the cluster's.
+func describeChange(c drift.Change) string {
+	from := c.Desired
+	if c.Old != nil || c.Added {
+		from = c.Old
+	}
+	var s string
+	switch {
+	case c.Added:
+		s = fmt.Sprintf("%s: (added) %s", c.Path, show(c.Live))
+	case c.Missing:
+		s = fmt.Sprintf("%s: %s → (removed)", c.Path, show(from))
+	default:
+		s = fmt.Sprintf("%s: %s → %s", c.Path, show(from), show(c.Live))
+	}
+	if (c.Old != nil || c.Added) && c.Desired != nil {
+		s += fmt.Sprintf(" (Git: %s)", show(c.Desired))
+	}
+	return s
 }
 
 // show renders a value compactly for a message.

@@ -11,18 +11,25 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/stamp"
 )
 
 // Stamper is the mutating webhook, which decides the CREATE and UPDATE of
 // managed objects (the validating one decides their DELETE and scale): it
 // puts the request to the Validator, so that the API server calls the guard
 // once per change, not twice. A denial is answered here. An admitted change
-// that was put to the policy is stamped with who made it and the request's
-// UID (ChangedByAnnotation), so that the drift record that follows names a
-// person and not only a field manager.
+// that was put to the policy is stamped with who made it, as the API server
+// authenticated them, and the request's UID (ChangedByAnnotation), signed
+// by Stamps, so that the drift record that follows names a person. A stamp
+// is the guard's alone: a write that sets or changes it otherwise gets the
+// object's previous stamp back.
 type Stamper struct {
 	Validator *Validator
+	// Stamps signs stamps; without it none is issued.
+	Stamps *stamp.Signer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -32,22 +39,33 @@ func (s *Stamper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	serveReview(w, r, s.Validator.Log, s.Review)
 }
 
-// Review decides one request and, when it admits a decided change, returns
-// the stamp as a JSON patch.
+// Review decides one request and returns, when it admits it, the stamp the
+// object must carry as a JSON patch.
 func (s *Stamper) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.SubResource != "" || (req.Operation != admissionv1.Update && req.Operation != admissionv1.Create) {
 		return allowed() // not registered for these: the validating webhook decides them
 	}
 	out := s.Validator.review(ctx, req)
-	if !out.resp.Allowed || !out.decided {
+	if !out.resp.Allowed {
 		return out.resp
 	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
+	incoming, err := stampOf(req.Object.Raw)
+	if err != nil {
+		return out.resp // the review could not decode it either and said so
 	}
-	stamp := v1alpha1.ChangedBy{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, Time: now().UTC().Truncate(time.Second), RequestUID: string(req.UID)}
-	patch, err := json.Marshal(stampPatch(out.object, stamp.String()))
+	want, _ := stampOf(req.OldObject.Raw) // a write nobody decided keeps the stamp it had
+	if out.decided && s.Stamps != nil {
+		key := requestKey(schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}, req)
+		c := v1alpha1.ChangedBy{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, Time: s.now().UTC().Truncate(time.Second), RequestUID: string(req.UID)}
+		if want, err = s.Stamps.Issue(c, key.String()); err != nil {
+			s.Validator.Log.Error(err, "issue a changed-by stamp", "object", key.String())
+			want = ""
+		}
+	}
+	if incoming == want {
+		return out.resp
+	}
+	patch, err := json.Marshal(stampPatch(out.object, req.Object.Raw, incoming != "", want))
 	if err != nil {
 		return out.resp
 	}
@@ -56,19 +74,61 @@ func (s *Stamper) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	return out.resp
 }
 
+func (s *Stamper) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// stampOf returns the changed-by annotation of a raw object ("" when none).
+func stampOf(raw []byte) (string, error) {
+	if len(raw) == 0 {
+		return "", nil
+	}
+	var o struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return "", err
+	}
+	return o.Metadata.Annotations[v1alpha1.ChangedByAnnotation], nil
+}
+
 type patchOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
 	Value any    `json:"value"`
 }
 
-func stampPatch(obj map[string]any, value string) []patchOp {
-	md, _ := obj["metadata"].(map[string]any)
-	if ann, ok := md["annotations"].(map[string]any); ok && ann != nil {
-		key := strings.ReplaceAll(strings.ReplaceAll(v1alpha1.ChangedByAnnotation, "~", "~0"), "/", "~1")
-		return []patchOp{{Op: "add", Path: "/metadata/annotations/" + key, Value: value}}
+// stampPatch sets the object's stamp to value, or removes it when value is
+// empty; present says whether the object carries one now.
+func stampPatch(obj map[string]any, raw []byte, present bool, value string) []patchOp {
+	key := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(v1alpha1.ChangedByAnnotation, "~", "~0"), "/", "~1")
+	switch {
+	case value == "":
+		return []patchOp{{Op: "remove", Path: key}}
+	case present:
+		return []patchOp{{Op: "replace", Path: key, Value: value}}
+	case hasAnnotations(obj, raw):
+		return []patchOp{{Op: "add", Path: key, Value: value}}
 	}
 	return []patchOp{{Op: "add", Path: "/metadata/annotations", Value: map[string]string{v1alpha1.ChangedByAnnotation: value}}}
+}
+
+// hasAnnotations reports whether the object has an annotations map; obj is
+// the decoded object when the review decoded it.
+func hasAnnotations(obj map[string]any, raw []byte) bool {
+	if obj == nil {
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return false
+		}
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	ann, ok := md["annotations"].(map[string]any)
+	return ok && ann != nil
 }
 
 // serveReview decodes one AdmissionReview, asks review and writes the answer

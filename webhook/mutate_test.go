@@ -3,6 +3,10 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -11,12 +15,23 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/stamp"
 )
 
 func TestStamper(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	scaled := strings.Replace(desiredDeployment, `"replicas":3`, `"replicas":5`, 1)
 	annotated := strings.Replace(scaled, `"labels"`, `"annotations":{"a":"b"},"labels"`, 1)
+	forgedStamp := `"annotations":{"driftguard.io/changed-by":"{\"user\":\"system:kube-controller-manager\",\"time\":\"2099-01-01T00:00:00Z\"}"},"labels"`
+	forged := strings.Replace(desiredDeployment, `"labels"`, forgedStamp, 1)
+	forgedScaled := strings.Replace(scaled, `"labels"`, forgedStamp, 1)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := stamp.NewSigner(stamp.KeyFromCertificate(func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return &tls.Certificate{PrivateKey: key}, nil
+	}))
 	tests := []struct {
 		name    string
 		req     *admissionv1.AdmissionRequest
@@ -26,8 +41,10 @@ func TestStamper(t *testing.T) {
 	}{
 		{"admitted change to a Git field, no annotations yet", request(admissionv1.Update, "driftguard", "", scaled), true, "/metadata/annotations", 1},
 		{"admitted change to a Git field, annotations there", request(admissionv1.Update, "driftguard", "", annotated), true, "/metadata/annotations/driftguard.io~1changed-by", 1},
+		{"admitted change replaces a stamp written by hand", request(admissionv1.Update, "driftguard", "", forgedScaled), true, "/metadata/annotations/driftguard.io~1changed-by", 1},
 		{"denied change: the denial, no stamp", request(admissionv1.Update, "alice", "", scaled), false, "", 1},
 		{"no Git field changes: nothing to decide", request(admissionv1.Update, "alice", "", desiredDeployment), true, "", 0},
+		{"a stamp written by hand, nothing else: removed", request(admissionv1.Update, "alice", "", forged), true, "remove", 0},
 		{"scale subresource: left to the validating webhook", request(admissionv1.Update, "alice", "scale", `{"kind":"Scale","spec":{"replicas":5}}`), true, "", 0},
 		{"delete: left to the validating webhook", request(admissionv1.Delete, "alice", "", desiredDeployment), true, "", 0},
 	}
@@ -35,7 +52,7 @@ func TestStamper(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			v := newValidator(t, &buf)
-			s := &Stamper{Validator: v, Now: func() time.Time { return now }}
+			s := &Stamper{Validator: v, Stamps: signer, Now: func() time.Time { return now }}
 			resp := s.Review(context.Background(), tt.req)
 			if resp.Allowed != tt.allowed {
 				t.Fatalf("allowed = %v, want %v (%+v)", resp.Allowed, tt.allowed, resp.Result)
@@ -53,6 +70,12 @@ func TestStamper(t *testing.T) {
 				return
 			}
 			var ops []patchOp
+			if tt.path == "remove" {
+				if err := json.Unmarshal(resp.Patch, &ops); err != nil || len(ops) != 1 || ops[0].Op != "remove" || ops[0].Path != "/metadata/annotations/driftguard.io~1changed-by" {
+					t.Fatalf("patch %s: %v", resp.Patch, err)
+				}
+				return
+			}
 			if err := json.Unmarshal(resp.Patch, &ops); err != nil || len(ops) != 1 || ops[0].Path != tt.path {
 				t.Fatalf("patch %s: %v", resp.Patch, err)
 			}
@@ -62,9 +85,9 @@ func TestStamper(t *testing.T) {
 			} else {
 				value, _ = ops[0].Value.(string)
 			}
-			stamp, ok := v1alpha1.ParseChangedBy(value)
-			if !ok || stamp.User != "driftguard" || !stamp.Time.Equal(now) || stamp.RequestUID != "uid-1" {
-				t.Fatalf("stamp = %+v (%q)", stamp, value)
+			got, ok := signer.Verify(value, "apps/Deployment/shop/web")
+			if !ok || got.User != "driftguard" || !got.Time.Equal(now) || got.RequestUID != "uid-1" {
+				t.Fatalf("stamp = %+v (%q), verified %v", got, value, ok)
 			}
 		})
 	}

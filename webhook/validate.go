@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -45,6 +46,10 @@ type Validator struct {
 	Settings Settings
 	// Options, when set, gives the comparison options (ignore rules) for an object.
 	Options func(desired *unstructured.Unstructured, live map[string]any) drift.Options
+	// WriteOptions, when set, gives the ignore rules for one write by user:
+	// a managedFieldsManagers rule hides the fields of its managers only
+	// from the writers the rule names (drift.ForWrite).
+	WriteOptions func(desired *unstructured.Unstructured, updated map[string]any, user string) drift.Options
 	Mapper  meta.RESTMapper
 	Audit   *audit.Logger
 	// FailClosed denies a change the guard cannot decide (policy error,
@@ -89,11 +94,6 @@ func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionReques
 		ctx, cancel = context.WithTimeout(ctx, v.Deadline)
 		defer cancel()
 	}
-	if !v.acquire(ctx) {
-		return reviewed{resp: v.undecided(req, "driftguard is overloaded")}
-	}
-	defer v.release()
-
 	gvk, ok := v.managedKind(req)
 	if !ok || req.Name == "" {
 		return reviewed{resp: allowed()}
@@ -106,12 +106,16 @@ func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionReques
 		}
 		return reviewed{resp: allowed()}
 	}
-	incoming, changes, err := changesOf(req, want, v.Options)
+	if !v.acquire(ctx) {
+		return v.undecided(ctx, req, gvk, guard, want.Source, nil, nil, errors.New("driftguard is overloaded"))
+	}
+	defer v.release()
+	incoming, changes, err := v.changesOf(req, want)
 	if err != nil {
-		return reviewed{resp: v.undecided(req, err.Error())}
+		return v.undecided(ctx, req, gvk, guard, want.Source, nil, nil, err)
 	}
 	if len(changes) == 0 && req.Operation != admissionv1.Delete {
-		return reviewed{resp: allowed()} // nothing Git sets would change
+		return reviewed{resp: allowed()} // the write changes nothing that is compared
 	}
 
 	in := policy.Input{
@@ -122,6 +126,8 @@ func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionReques
 		Object:      drift.RedactObject(incoming),
 		Desired:     drift.RedactObject(want.Obj().Object),
 		Drift:       policy.Changes(changes),
+		Added:       drift.AddedPaths(changes),
+		Removed:     drift.RemovedPaths(changes),
 		Source:      policy.Source(want.Source),
 		Annotations: annotationsOf(incoming),
 		DryRun:      req.DryRun != nil && *req.DryRun,
@@ -141,16 +147,7 @@ func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionReques
 	d, err := v.Policy.Decide(ctx, in)
 	if err != nil {
 		v.Log.Error(err, "policy failed", "object", key.String())
-		resp := v.undecided(req, "policy error: "+err.Error())
-		// A change the failure policy decided is recorded like any other.
-		v.Audit.Log(ctx, audit.Record{PolicyInput: replayInput(in),
-			Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
-			Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: in.Resource.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
-			Fields: audit.FieldsOf(changes), Action: failureAction(resp), Reason: v.failureReason(), Rule: failurePolicyRule,
-			PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(want.Source),
-			RequestUID: string(req.UID), DryRun: in.DryRun, Error: err.Error(),
-		})
-		return reviewed{resp: resp, decided: true, object: incoming}
+		return v.undecided(ctx, req, gvk, guard, want.Source, &in, changes, fmt.Errorf("policy error: %w", err))
 	}
 	policyAction := d.Action
 	d = v.enforce(guard, want, d)
@@ -195,7 +192,7 @@ func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.Admission
 	}
 	obj, err := decodeObject(req.Object.Raw)
 	if err != nil {
-		return reviewed{resp: v.undecided(req, fmt.Sprintf("decode %s of %s/%s: %v", req.Kind.Kind, req.Namespace, req.Name, err))}
+		return v.undecided(ctx, req, gvk, guard, ns.Source, nil, nil, fmt.Errorf("decode %s of %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err))
 	}
 	in := policy.Input{
 		Operation: string(req.Operation),
@@ -215,15 +212,7 @@ func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.Admission
 	d, err := v.Policy.Decide(ctx, in)
 	if err != nil {
 		v.Log.Error(err, "policy failed", "object", key.String())
-		resp := v.undecided(req, "policy error: "+err.Error())
-		v.Audit.Log(ctx, audit.Record{
-			Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
-			Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
-			Action: failureAction(resp), Reason: v.failureReason(), Rule: failurePolicyRule, Orphan: true, PolicyInput: replayInput(in),
-			PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(ns.Source),
-			RequestUID: string(req.UID), DryRun: in.DryRun, Error: err.Error(),
-		})
-		return reviewed{resp: resp, decided: true, object: obj}
+		return v.undecided(ctx, req, gvk, guard, ns.Source, &in, nil, fmt.Errorf("policy error: %w", err))
 	}
 	v.Audit.Log(ctx, audit.Record{
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
@@ -304,9 +293,13 @@ func (v *Validator) managedKind(req *admissionv1.AdmissionRequest) (schema.Group
 	return schema.GroupVersionKind{}, false
 }
 
-// changesOf returns the incoming object and the fields Git sets that the
-// request would change.
-func changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object, options func(*unstructured.Unstructured, map[string]any) drift.Options) (map[string]any, []drift.Change, error) {
+// changesOf returns the incoming object and what the request changes. An
+// UPDATE is what it changes in the object it replaces (drift.Edits), with
+// Git's value beside each field, so that a person is decided on their own
+// change, not on earlier drift. A CREATE of an object Git has is compared
+// with Git. A scale is the change of replicas. Another subresource (a pod's
+// ephemeral containers, resize) is what it changes in the object.
+func (v *Validator) changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object) (map[string]any, []drift.Change, error) {
 	raw := req.Object.Raw
 	if req.Operation == admissionv1.Delete {
 		raw = req.OldObject.Raw
@@ -321,31 +314,49 @@ func changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object, options
 	if req.Operation == admissionv1.Delete {
 		return obj, nil, nil
 	}
+	var old map[string]any
+	if len(req.OldObject.Raw) > 0 {
+		if old, err = decodeObject(req.OldObject.Raw); err != nil {
+			return nil, nil, fmt.Errorf("decode the old %s of %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err)
+		}
+	}
 	var opts drift.Options
-	if options != nil && req.SubResource == "" {
-		opts = options(want.Obj(), obj)
+	if v.WriteOptions != nil {
+		opts = v.WriteOptions(want.Obj(), obj, req.UserInfo.Username)
 	}
 	if req.SubResource == "scale" {
-		if options != nil {
-			opts = options(want.Obj(), nil)
-		}
-		return obj, scaleChanges(drift.WithoutIgnored(want.Obj().Object, opts), obj), nil
+		return obj, scaleChanges(drift.WithoutIgnored(want.Obj().Object, opts), old, obj), nil
 	}
-	return obj, want.Drift(obj, opts), nil
+	if old == nil {
+		if v.Options != nil {
+			opts = v.Options(want.Obj(), obj)
+		}
+		return obj, want.Drift(obj, opts), nil
+	}
+	return obj, drift.Edits(old, obj, want.Obj().Object, opts), nil
 }
 
-// scaleChanges compares a Scale with the replicas Git sets (absent when an
-// ignore rule hides them).
-func scaleChanges(want map[string]any, scale map[string]any) []drift.Change {
+// scaleChanges is the change of replicas a scale makes (old and updated are
+// Scale objects), with Git's value beside it; none when an ignore rule hides
+// Git's replicas (want has none), since the fields a rule hides are left to
+// whoever owns them.
+func scaleChanges(want, old, updated map[string]any) []drift.Change {
 	desired, found, _ := unstructuredInt(want, "spec", "replicas")
 	if !found {
 		return nil
 	}
-	live, _, _ := unstructuredInt(scale, "spec", "replicas")
-	if desired == live {
+	live, _, _ := unstructuredInt(updated, "spec", "replicas")
+	if old == nil {
+		if desired == live {
+			return nil
+		}
+		return []drift.Change{{Path: "/spec/replicas", Desired: desired, Live: live}}
+	}
+	before, _, _ := unstructuredInt(old, "spec", "replicas")
+	if before == live {
 		return nil
 	}
-	return []drift.Change{{Path: "/spec/replicas", Desired: desired, Live: live}}
+	return []drift.Change{{Path: "/spec/replicas", Desired: desired, Live: live, Old: before}}
 }
 
 func unstructuredInt(obj map[string]any, fields ...string) (int64, bool, error) {
@@ -425,15 +436,33 @@ func (v *Validator) Init() {
 	}
 }
 
-// undecided answers a request the guard could not decide, as configured.
-func (v *Validator) undecided(req *admissionv1.AdmissionRequest, why string) *admissionv1.AdmissionResponse {
-	msg := fmt.Sprintf("driftguard could not decide %s of %s %s/%s: %s", req.Operation, req.Kind.Kind, req.Namespace, req.Name, why)
-	if v.FailClosed {
-		return denied(msg)
+// undecided answers a request about a managed object (or an orphan) that
+// the guard could not decide (overload, an object it cannot decode, a policy
+// error or timeout) as the failure policy says, and records it: a change
+// admitted without a decision is a record like any other, and the drift
+// watcher then judges it like any drift (it carries no stamp).
+func (v *Validator) undecided(ctx context.Context, req *admissionv1.AdmissionRequest, gvk schema.GroupVersionKind, guard string, src gitstore.Source, in *policy.Input, changes []drift.Change, why error) reviewed {
+	msg := fmt.Sprintf("driftguard could not decide %s of %s %s/%s: %v", req.Operation, req.Kind.Kind, req.Namespace, req.Name, why)
+	resp := denied(msg)
+	if !v.FailClosed {
+		resp = allowed()
+		resp.Warnings = []string{msg + "; admitted because the failure policy is Ignore"}
 	}
-	r := allowed()
-	r.Warnings = []string{msg + "; admitted because the failure policy is Ignore"}
-	return r
+	rec := audit.Record{
+		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
+		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+		Action: failureAction(resp), Reason: v.failureReason(), Rule: failurePolicyRule,
+		PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(src),
+		RequestUID: string(req.UID), DryRun: req.DryRun != nil && *req.DryRun, Error: why.Error(),
+	}
+	if in != nil {
+		rec.PolicyInput, rec.Orphan = replayInput(*in), in.Orphan
+	}
+	rec.Fields = audit.FieldsOf(changes)
+	// The record is written on a context of its own: the request's may be
+	// the one that ran out.
+	v.Audit.Log(context.WithoutCancel(ctx), rec)
+	return reviewed{resp: resp}
 }
 
 // failurePolicyRule is the rule of a decision the failure policy made
@@ -450,9 +479,9 @@ func failureAction(r *admissionv1.AdmissionResponse) string {
 
 func (v *Validator) failureReason() string {
 	if v.FailClosed {
-		return "the policy failed; denied because the failure policy is Fail"
+		return "not decided; denied because the failure policy is Fail"
 	}
-	return "the policy failed; admitted because the failure policy is Ignore"
+	return "not decided; admitted without a decision because the failure policy is Ignore"
 }
 
 func allowed() *admissionv1.AdmissionResponse {

@@ -66,17 +66,35 @@ func request(op admissionv1.Operation, user, sub string, obj string) *admissionv
 	if sub == "scale" {
 		req.Kind = metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 	}
-	if op == admissionv1.Delete {
+	switch {
+	case op == admissionv1.Delete:
 		req.OldObject = runtime.RawExtension{Raw: []byte(obj)}
-	} else {
+	case op == admissionv1.Update && sub == "scale":
+		req.Object = runtime.RawExtension{Raw: []byte(obj)}
+		req.OldObject = runtime.RawExtension{Raw: []byte(`{"kind":"Scale","spec":{"replicas":3}}`)}
+	case op == admissionv1.Update:
+		// The object replaced is as Git has it, unless a test says otherwise.
+		req.Object = runtime.RawExtension{Raw: []byte(obj)}
+		req.OldObject = runtime.RawExtension{Raw: []byte(desiredDeployment)}
+	default:
 		req.Object = runtime.RawExtension{Raw: []byte(obj)}
 	}
 	return req
 }
 
+// replacing is request for an UPDATE of the object old.
+func replacing(user, old, obj string) *admissionv1.AdmissionRequest {
+	r := request(admissionv1.Update, user, "", obj)
+	r.OldObject = runtime.RawExtension{Raw: []byte(old)}
+	return r
+}
+
 func TestReview(t *testing.T) {
 	scaled := strings.Replace(desiredDeployment, `"replicas":3`, `"replicas":5`, 1)
 	annotated := strings.Replace(desiredDeployment, `"labels"`, `"annotations":{"note":"x"},"labels"`, 1)
+	sidecar := strings.Replace(desiredDeployment, `"image":"nginx:1.27"}`, `"image":"nginx:1.27"},{"name":"tap","image":"evil","securityContext":{"privileged":true}}`, 1)
+	owned := strings.Replace(desiredDeployment, `"labels"`, `"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"mine","uid":"u1"}],"labels"`, 1)
+	stamped := strings.Replace(desiredDeployment, `"labels"`, `"annotations":{"driftguard.io/changed-by":"{\"user\":\"system:kube-controller-manager\"}"},"labels"`, 1)
 	tests := []struct {
 		name    string
 		req     *admissionv1.AdmissionRequest
@@ -87,7 +105,13 @@ func TestReview(t *testing.T) {
 			[]string{"Deployment shop/web is managed by Git", "https://git.example/infra.git apps/web.yaml:1@9f2c1e0", "/spec/replicas: 3 → 5", `policy "managed-by-git"`}},
 		{"scale to Git's value", request(admissionv1.Update, "alice", "scale", `{"kind":"Scale","spec":{"replicas":3}}`), true, nil},
 		{"person edits a Git field", request(admissionv1.Update, "alice", "", scaled), false, []string{"/spec/replicas: 3 → 5"}},
-		{"person edits a field Git does not set", request(admissionv1.Update, "alice", "", annotated), true, nil},
+		{"person adds a field Git does not set", request(admissionv1.Update, "alice", "", annotated), false, []string{"/metadata/annotations/note: (added) \"x\""}},
+		{"person adds a sidecar", request(admissionv1.Update, "alice", "", sidecar), false, []string{"/spec/template/spec/containers/1: (added)"}},
+		{"person adds an owner reference", request(admissionv1.Update, "alice", "", owned), false, []string{"/metadata/ownerReferences: (added)"}},
+		{"the next editor is decided on their own change, not on earlier drift", replacing("alice", scaled, strings.Replace(scaled, `"labels"`, `"annotations":{"note":"x"},"labels"`, 1)), false,
+			[]string{"/metadata/annotations/note: (added)"}},
+		{"an update that changes nothing is not decided", replacing("alice", scaled, scaled), true, nil},
+		{"a stamp written by hand is not an edit (the mutating webhook puts it back)", request(admissionv1.Update, "alice", "", stamped), true, nil},
 		{"person deletes", request(admissionv1.Delete, "alice", "", desiredDeployment), false, []string{"Deleting it"}},
 		{"guard applies", request(admissionv1.Update, "driftguard", "", scaled), true, nil},
 		{"controller", request(admissionv1.Update, "system:kube-controller-manager", "", scaled), true, nil},
@@ -114,7 +138,42 @@ func TestReview(t *testing.T) {
 			if !tt.allowed && resp.Result.Code != http.StatusForbidden {
 				t.Errorf("code = %d, want 403", resp.Result.Code)
 			}
+			if tt.name == "the next editor is decided on their own change, not on earlier drift" && strings.Contains(resp.Result.Message, "/spec/replicas") {
+				t.Errorf("the earlier change is blamed on this editor: %s", resp.Result.Message)
+			}
 		})
+	}
+}
+
+// TestUndecidedIsRecorded: a change admitted without a decision (overload,
+// an object the guard cannot decode) is a record.
+func TestUndecidedIsRecorded(t *testing.T) {
+	var buf bytes.Buffer
+	v := newValidator(t, &buf)
+	resp := v.Review(context.Background(), request(admissionv1.Update, "alice", "", `{"spec":`))
+	if !resp.Allowed || len(resp.Warnings) == 0 {
+		t.Fatalf("undecodable request must be admitted with a warning under Ignore: %+v", resp)
+	}
+	// Overload: every slot is taken and the deadline passes.
+	for range cap(v.sem) {
+		v.sem <- struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if resp := v.Review(ctx, request(admissionv1.Update, "alice", "", strings.Replace(desiredDeployment, `"replicas":3`, `"replicas":9`, 1))); !resp.Allowed {
+		t.Fatalf("overloaded: %+v", resp)
+	}
+	if err := v.Audit.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if n := strings.Count(out, `"rule":"failure-policy"`); n != 2 {
+		t.Fatalf("%d failure-policy records, want 2: %s", n, out)
+	}
+	for _, want := range []string{`"user":"alice"`, "driftguard is overloaded", "decode Deployment of shop/web"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("records lack %q: %s", want, out)
+		}
 	}
 }
 

@@ -351,8 +351,17 @@ type IgnoreRule struct {
 	// +optional
 	JQPathExpressions []string `json:"jqPathExpressions,omitempty"`
 	// ManagedFieldsManagers: fields owned by these field managers (e.g. kube-controller-manager, an HPA) are ignored.
+	// A manager name is chosen by the writer: at admission such a rule hides
+	// nothing unless the request comes from one of Users.
 	// +optional
 	ManagedFieldsManagers []string `json:"managedFieldsManagers,omitempty"`
+	// Users are the identities, as the API server authenticates them (for
+	// example system:serviceaccount:cert-manager:cert-manager-cainjector),
+	// that write the fields of ManagedFieldsManagers. At admission, a change
+	// by one of them to fields those managers own is not decided; the same
+	// change by anyone else, under any manager name, is.
+	// +optional
+	Users []string `json:"users,omitempty"`
 }
 
 // SecretReference names a Secret.
