@@ -73,13 +73,26 @@ func inputValue(in *Input) (ast.Value, error) {
 			if err != nil {
 				return nil, fmt.Errorf("input.drift[%d].live: %w", i, err)
 			}
-			terms[i] = ast.NewTerm(ast.NewObject(
+			items := [][2]*ast.Term{
 				strItem("path", c.Path),
-				[2]*ast.Term{ast.StringTerm("desired"), ast.NewTerm(d)},
-				[2]*ast.Term{ast.StringTerm("live"), ast.NewTerm(l)},
-			))
+				{ast.StringTerm("desired"), ast.NewTerm(d)},
+				{ast.StringTerm("live"), ast.NewTerm(l)},
+			}
+			if c.Old != nil {
+				o, err := toValue(c.Old, 0)
+				if err != nil {
+					return nil, fmt.Errorf("input.drift[%d].old: %w", i, err)
+				}
+				items = append(items, [2]*ast.Term{ast.StringTerm("old"), ast.NewTerm(o)})
+			}
+			terms[i] = ast.NewTerm(ast.NewObject(items...))
 		}
 		add("drift", ast.NewArray(terms...))
+	}
+	add("added", stringsValue(in.Added))
+	add("removed", stringsValue(in.Removed))
+	if in.FieldManager != "" {
+		add("fieldManager", ast.String(in.FieldManager))
 	}
 	add("source", ast.NewObject(
 		strItem("url", in.Source.URL),

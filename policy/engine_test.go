@@ -348,6 +348,9 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	full.Annotations = map[string]string{"driftguard.io/break-glass": "INC-1"}
 	full.DryRun = true
 	full.Orphan = true
+	full.Drift = append(full.Drift, Change{Path: "/spec/hostNetwork", Live: true}, Change{Path: "/spec/x", Desired: false, Old: false})
+	full.Added, full.Removed = []string{"/spec/hostNetwork"}, []string{"/spec/x"}
+	full.FieldManager = "kubectl-patch"
 
 	empty := Input{Annotations: map[string]string{}, Object: map[string]any{}, Drift: []Change{}}
 

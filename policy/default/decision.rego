@@ -53,10 +53,11 @@ decision := {
 
 guard_identity if input.user.username in data.driftguard.config.guardUsers
 
-# Control-plane components that legitimately write to objects they own (status,
-# scale by controllers, node objects, kube-system service accounts). Being in
-# the group system:masters is deliberately not enough: a cluster admin is a
-# person and goes through break-glass like everyone else.
+# Control-plane components that legitimately write to objects they own
+# (status, scale by the HPA, node objects, kube-system service accounts),
+# for the operations they need. Being in the group system:masters is
+# deliberately not enough: a cluster admin is a person and goes through
+# break-glass like everyone else.
 system_users := {
 	"system:kube-controller-manager",
 	"system:kube-scheduler",
@@ -68,12 +69,33 @@ system_prefixes := {
 	"system:node:",
 }
 
-system_controller if input.user.username in system_users
+system_identity if input.user.username in system_users
 
-system_controller if {
+system_identity if {
 	some prefix in system_prefixes
 	startswith(input.user.username, prefix)
 	count(input.user.username) > count(prefix)
+}
+
+# Deleting a managed object is the guard's (prune) or a person's with
+# break-glass. Of the controllers only the namespace controller deletes one,
+# emptying a namespace being deleted (as system:kube-controller-manager where
+# controllers share one identity). The garbage collector never does: an owner
+# reference someone added would otherwise be a side door around a denied
+# delete.
+delete_controllers := {
+	"system:serviceaccount:kube-system:namespace-controller",
+	"system:kube-controller-manager",
+}
+
+system_controller if {
+	input.operation != "DELETE"
+	system_identity
+}
+
+system_controller if {
+	input.operation == "DELETE"
+	input.user.username in delete_controllers
 }
 
 break_glass_member if {

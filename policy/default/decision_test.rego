@@ -133,3 +133,24 @@ test_orphan_by_system_controller_allowed if {
 	inp := object.union(as_user("system:serviceaccount:kube-system:replicaset-controller", []), {"operation": "CREATE", "orphan": true})
 	decide(inp).rule == "system-controller"
 }
+
+test_garbage_collector_may_not_delete if {
+	every name in ["system:serviceaccount:kube-system:generic-garbage-collector", "system:serviceaccount:kube-system:deployment-controller", "system:node:worker-1"] {
+		inp := object.union(as_user(name, ["system:serviceaccounts"]), {"operation": "DELETE"})
+		decide(inp).rule == "managed-by-git"
+	}
+}
+
+test_namespace_controller_may_delete if {
+	every name in ["system:serviceaccount:kube-system:namespace-controller", "system:kube-controller-manager"] {
+		inp := object.union(as_user(name, []), {"operation": "DELETE"})
+		decide(inp).rule == "system-controller"
+	}
+}
+
+test_system_controllers_update_and_scale if {
+	every op in ["UPDATE", "CREATE"] {
+		inp := object.union(as_user("system:serviceaccount:kube-system:horizontal-pod-autoscaler", []), {"operation": op, "subResource": "scale"})
+		decide(inp).rule == "system-controller"
+	}
+}
