@@ -8,6 +8,9 @@ ARG TARGETARCH=amd64
 ARG VERSION=dev
 WORKDIR /src
 COPY go.mod go.sum ./
+# go.mod replaces sigs.k8s.io/kustomize/api with this copy (no network, no
+# programs in Kustomize's loader): it must be there before the download.
+COPY third_party/ third_party/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH GOFLAGS=-buildvcs=false \

@@ -86,15 +86,12 @@ func (r *renderer) kustomizeTree() (*kustomizeFS, error) {
 }
 
 // kustomize builds the kustomization in dir (kfile is its file) with
-// krusty, as `kustomize build` does, with remote bases and resources,
-// exec and container plugins, and Helm charts turned off.
+// krusty, as `kustomize build` does. Our copy of Kustomize
+// (third_party/kustomize-api) cannot fetch a remote file, clone a remote
+// base, inflate a Helm chart or run a plugin program: each is an error.
 func (r *renderer) kustomize(dir, kfile string) []*Object {
 	kfs, err := r.kustomizeTree()
 	if err != nil {
-		r.fail(err)
-		return nil
-	}
-	if err := checkLocal(kfs.mem, dir, map[string]bool{}); err != nil {
 		r.fail(err)
 		return nil
 	}
@@ -194,120 +191,39 @@ func dropAnnotation(m map[string]any, key string) {
 	}
 }
 
-// checkLocal refuses a kustomization, or one it includes, that refers to
-// anything outside the repository: a remote base or resource (a Git URL,
-// a github.com path, user@host:repo) or an http(s) file. Kustomize would
-// clone or download it; the guard renders only what Git holds.
-func checkLocal(mem filesys.FileSystem, dir string, seen map[string]bool) error {
-	if seen[dir] {
-		return nil
-	}
-	seen[dir] = true
-	var kfile string
-	for _, name := range kustomizationFiles {
-		if p := path.Join(dir, name); mem.Exists("/" + p) {
-			kfile = p
-			break
-		}
-	}
-	if kfile == "" {
-		return nil
-	}
-	data, err := mem.ReadFile("/" + kfile)
-	if err != nil {
-		return &RenderError{Path: kfile, Err: err}
-	}
-	var k types.Kustomization
-	if err := yaml.Unmarshal(data, &k); err != nil {
-		return nil //nolint:nilerr // Kustomize reports it with its own words
-	}
-	k.FixKustomization()
-	remote := func(field, ref string) error {
-		return &RenderError{Path: kfile, Err: fmt.Errorf("%s %q is remote; remote bases and resources are disabled, keep everything in this repository", field, ref)}
-	}
-	for _, list := range []struct {
-		field string
-		refs  []string
-	}{{"resource", k.Resources}, {"component", k.Components}, {"generator", k.Generators}, {"transformer", k.Transformers}, {"validator", k.Validators}} {
-		for _, ref := range list.refs {
-			if strings.Contains(ref, "\n") {
-				continue // an inline generator or transformer
-			}
-			if isRemoteRef(ref) {
-				return remote(list.field, ref)
-			}
-			if sub := cleanDir(path.Join(dir, ref)); mem.IsDir("/" + sub) {
-				if err := checkLocal(mem, sub, seen); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	files := slices.Concat(k.Crds, k.Configurations)
-	for _, p := range k.Patches {
-		files = append(files, p.Path)
-	}
-	for _, r := range k.Replacements {
-		files = append(files, r.Path)
-	}
-	for _, g := range k.ConfigMapGenerator {
-		files = append(files, generatorFiles(g.KvPairSources)...)
-	}
-	for _, g := range k.SecretGenerator {
-		files = append(files, generatorFiles(g.KvPairSources)...)
-	}
-	files = append(files, k.OpenAPI["path"])
-	for _, f := range files {
-		if isRemoteFile(f) {
-			return remote("file", f)
-		}
-	}
-	if len(k.HelmCharts) > 0 || len(k.HelmChartInflationGenerator) > 0 {
-		return &RenderError{Path: kfile, Err: errors.New("helmCharts are not rendered inside a kustomization; point a Guard's path at the chart and use spec.helm")}
-	}
-	return nil
-}
-
-func generatorFiles(s types.KvPairSources) []string {
-	out := slices.Concat(s.EnvSources, []string{s.EnvSource})
-	for _, f := range s.FileSources {
-		if _, p, ok := strings.Cut(f, "="); ok {
-			f = p
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
-// isRemoteFile reports whether Kustomize would download p.
-func isRemoteFile(p string) bool {
-	l := strings.ToLower(p)
-	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
-}
-
-// isRemoteRef reports whether Kustomize would treat a resource reference as
-// a Git repository to clone: it has a scheme (https://, ssh://, file://),
-// the git:: prefix, a user (git@host:org/repo), or names github.com.
-func isRemoteRef(ref string) bool {
-	l := strings.ToLower(ref)
-	if strings.Contains(l, "://") || strings.HasPrefix(l, "git::") || strings.HasPrefix(l, "github.com") {
-		return true
-	}
-	first, _, _ := strings.Cut(ref, "/")
-	return strings.Contains(first, "@")
-}
-
 var (
 	kustomizeAccumulateRE = regexp.MustCompile(`accumulating resources from '([^']+)'`)
 	kustomizeYAMLLineRE   = regexp.MustCompile(`^invalid Kustomization: yaml: line (\d+): `)
+	// kustomizeRemoteRE finds a reference our copy of Kustomize's loader
+	// refused to fetch or clone, and the folder of the kustomization that
+	// names it (third_party/kustomize-api/internal/loader/errors.go).
+	kustomizeRemoteRE = regexp.MustCompile(`("(?:[^"\\]|\\.)*") is remote \(kustomization folder ("(?:[^"\\]|\\.)*")\)`)
 )
+
+// kustomizeHelmRefused is the error of our copy of Kustomize for a Helm
+// chart a kustomization names (helmCharts, HelmChartInflationGenerator).
+const kustomizeHelmRefused = "helmCharts are not inflated"
 
 // kustomizeError turns an error of krusty into a RenderError naming the
 // kustomization, or the resource file the message is about when it names
 // one that exists ("accumulating resources from 'a/b.yaml'", relative to
-// the folders named before it).
+// the folders named before it). A remote reference names the
+// kustomization that holds it (or uses the generator or transformer that
+// holds it) and the reference.
 func (r *renderer) kustomizeError(dir, kfile string, err error) error {
 	msg := err.Error()
+	if m := kustomizeRemoteRE.FindStringSubmatch(msg); m != nil {
+		where := kfile
+		if folder, err := strconv.Unquote(m[2]); err == nil {
+			if k := kustomizationFile(r.fsys, cleanDir(folder)); k != "" {
+				where = k
+			}
+		}
+		return &RenderError{Path: where, Err: fmt.Errorf("%s is remote; remote bases and resources are disabled, keep everything in this repository", m[1])}
+	}
+	if strings.Contains(msg, kustomizeHelmRefused) {
+		return &RenderError{Path: kfile, Err: errors.New("helmCharts are not rendered inside a kustomization; point a Guard's path at the chart and use spec.helm")}
+	}
 	re := &RenderError{Path: kfile, Err: fmt.Errorf("kustomize build %s: %s", dir, msg)}
 	if m := kustomizeYAMLLineRE.FindStringSubmatch(msg); m != nil {
 		re.Line, _ = strconv.Atoi(m[1])

@@ -5,10 +5,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -29,6 +27,9 @@ type HelmChartInflationGeneratorPlugin struct {
 	tmpDir string
 }
 
+// errHelmDisabled is the error of every Helm chart a kustomization names.
+var errHelmDisabled = fmt.Errorf("helmCharts are not inflated: this kustomize runs no helm program and downloads no chart")
+
 const (
 	valuesMergeOptionMerge    = "merge"
 	valuesMergeOptionOverride = "override"
@@ -43,34 +44,12 @@ var legalMergeOptions = []string{
 
 // Config uses the input plugin configurations `config` to setup the generator
 // options
+//
+// driftguard: inflating a Helm chart runs the helm program, which downloads
+// charts; the plugin is refused whatever the configuration says.
 func (p *HelmChartInflationGeneratorPlugin) Config(
-	h *resmap.PluginHelpers, config []byte) (err error) {
-	if h.GeneralConfig() == nil {
-		return fmt.Errorf("unable to access general config")
-	}
-	if !h.GeneralConfig().HelmConfig.Enabled {
-		return fmt.Errorf("must specify --enable-helm")
-	}
-	if h.GeneralConfig().HelmConfig.Command == "" {
-		return fmt.Errorf("must specify --helm-command")
-	}
-
-	// CLI args takes precedence
-	if h.GeneralConfig().HelmConfig.KubeVersion != "" {
-		p.HelmChart.KubeVersion = h.GeneralConfig().HelmConfig.KubeVersion
-	}
-	if len(h.GeneralConfig().HelmConfig.ApiVersions) != 0 {
-		p.HelmChart.ApiVersions = h.GeneralConfig().HelmConfig.ApiVersions
-	}
-	if h.GeneralConfig().HelmConfig.Debug {
-		p.HelmChart.Debug = h.GeneralConfig().HelmConfig.Debug
-	}
-
-	p.h = h
-	if err = yaml.Unmarshal(config, p); err != nil {
-		return
-	}
-	return p.validateArgs()
+	_ *resmap.PluginHelpers, _ []byte) error {
+	return errHelmDisabled
 }
 
 // This uses the real file system since tmpDir may be used
@@ -172,31 +151,8 @@ func (p *HelmChartInflationGeneratorPlugin) absChartHome() string {
 
 func (p *HelmChartInflationGeneratorPlugin) runHelmCommand(
 	args []string) ([]byte, error) {
-	stdout := new(bytes.Buffer)
-	stderr := new(bytes.Buffer)
-	cmd := exec.Command(p.h.GeneralConfig().HelmConfig.Command, args...)
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	env := []string{
-		fmt.Sprintf("HELM_CONFIG_HOME=%s", p.ConfigHome),
-		fmt.Sprintf("HELM_CACHE_HOME=%s/.cache", p.ConfigHome),
-		fmt.Sprintf("HELM_DATA_HOME=%s/.data", p.ConfigHome)}
-	cmd.Env = append(os.Environ(), env...)
-	err := cmd.Run()
-	errorOutput := stderr.String()
-	if slices.Contains(args, "--debug") {
-		errorOutput = " Helm stack trace:\n" + errorOutput + "\nHelm template:\n" + stdout.String() + "\n"
-	}
-	if err != nil {
-		helm := p.h.GeneralConfig().HelmConfig.Command
-		err = errors.WrapPrefixf(
-			fmt.Errorf(
-				"unable to run: '%s %s' with env=%s (is '%s' installed?): %w",
-				helm, strings.Join(args, " "), env, helm, err),
-			"%s", errorOutput,
-		)
-	}
-	return stdout.Bytes(), err
+	// driftguard: helm is never run (Config refuses the plugin first).
+	return nil, errHelmDisabled
 }
 
 // createNewMergedValuesFile replaces/merges original values file with ValuesInline.

@@ -4,44 +4,20 @@
 package git
 
 import (
+	"fmt"
+
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // Cloner is a function that can clone a git repo.
 type Cloner func(repoSpec *RepoSpec) error
 
-// ClonerUsingGitExec uses a local git install, as opposed
-// to say, some remote API, to obtain a local clone of
-// a remote repo.
+// ClonerUsingGitExec used a local git install to clone a remote repo.
+//
+// driftguard: it clones nothing and runs no program; it returns an error.
+// (Its git runner, gitrunner.go, is removed.)
 func ClonerUsingGitExec(repoSpec *RepoSpec) error {
-	r, err := newCmdRunner(repoSpec.Timeout)
-	if err != nil {
-		return err
-	}
-	repoSpec.Dir = r.dir
-	if err = r.run("init"); err != nil {
-		return err
-	}
-	// git relative submodule need origin, see https://github.com/kubernetes-sigs/kustomize/issues/5131
-	if err = r.run("remote", "add", "origin", repoSpec.CloneSpec()); err != nil {
-		return err
-	}
-	ref := "HEAD"
-	if repoSpec.Ref != "" {
-		ref = repoSpec.Ref
-	}
-	// we use repoSpec.CloneSpec() instead of origin because on error,
-	// the prior prints the actual repo url for the user.
-	if err = r.run("fetch", "--depth=1", repoSpec.CloneSpec(), ref); err != nil {
-		return err
-	}
-	if err = r.run("checkout", "FETCH_HEAD"); err != nil {
-		return err
-	}
-	if repoSpec.Submodules {
-		return r.run("submodule", "update", "--init", "--recursive")
-	}
-	return nil
+	return fmt.Errorf("%q is a remote repository: remote bases are not cloned", repoSpec.Raw())
 }
 
 // DoNothingCloner returns a cloner that only sets

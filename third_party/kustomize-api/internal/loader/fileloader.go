@@ -5,9 +5,7 @@ package loader
 
 import (
 	"fmt"
-	"io"
 	"log"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -96,12 +94,6 @@ type FileLoader struct {
 	// File system utilities.
 	fSys filesys.FileSystem
 
-	// Used to load from HTTP
-	http *http.Client
-
-	// Used to clone repositories.
-	cloner git.Cloner
-
 	// Used to clean up, as needed.
 	cleaner func() error
 }
@@ -128,21 +120,19 @@ func NewLoaderOrDie(
 	if err != nil {
 		log.Fatalf("unable to make loader at '%s'; %v", path, err)
 	}
-	return newLoaderAtConfirmedDir(
-		lr, root, fSys, nil, git.ClonerUsingGitExec)
+	return newLoaderAtConfirmedDir(lr, root, fSys, nil)
 }
 
 // newLoaderAtConfirmedDir returns a new FileLoader with given root.
 func newLoaderAtConfirmedDir(
 	lr LoadRestrictorFunc,
 	root filesys.ConfirmedDir, fSys filesys.FileSystem,
-	referrer *FileLoader, cloner git.Cloner) *FileLoader {
+	referrer *FileLoader) *FileLoader {
 	return &FileLoader{
 		loadRestrictor: lr,
 		root:           root,
 		referrer:       referrer,
 		fSys:           fSys,
-		cloner:         cloner,
 		cleaner:        func() error { return nil },
 	}
 }
@@ -167,21 +157,17 @@ func hasAmbiguousPathSegment(path string) bool {
 	return false
 }
 
-// New returns a new Loader, rooted relative to current loader,
-// or rooted in a temp directory holding a git repo clone.
+// New returns a new Loader, rooted relative to current loader.
+//
+// driftguard: a remote base (a Git repository URL) is refused with
+// ErrRemote instead of being cloned.
 func (fl *FileLoader) New(path string) (ifc.Loader, error) {
 	if path == "" {
 		return nil, errors.Errorf("new root cannot be empty")
 	}
 
-	repoSpec, err := git.NewRepoSpecFromURL(path)
-	if err == nil {
-		// Treat this as git repo clone request.
-		if err = fl.errIfRepoCycle(repoSpec); err != nil {
-			return nil, err
-		}
-		return newLoaderAtGitClone(
-			repoSpec, fl.fSys, fl, fl.cloner)
+	if _, err := git.NewRepoSpecFromURL(path); err == nil {
+		return nil, remoteError(path, fl.root)
 	}
 
 	if filepath.IsAbs(path) {
@@ -205,52 +191,7 @@ func (fl *FileLoader) New(path string) (ifc.Loader, error) {
 		return nil, err
 	}
 	return newLoaderAtConfirmedDir(
-		fl.loadRestrictor, root, fl.fSys, fl, fl.cloner), nil
-}
-
-// newLoaderAtGitClone returns a new Loader pinned to a temporary
-// directory holding a cloned git repo.
-func newLoaderAtGitClone(
-	repoSpec *git.RepoSpec, fSys filesys.FileSystem,
-	referrer *FileLoader, cloner git.Cloner) (ifc.Loader, error) {
-	cleaner := repoSpec.Cleaner(fSys)
-	err := cloner(repoSpec)
-	if err != nil {
-		cleaner()
-		return nil, err
-	}
-	root, f, err := fSys.CleanedAbs(repoSpec.AbsPath())
-	if err != nil {
-		cleaner()
-		return nil, err
-	}
-	// We don't know that the path requested in repoSpec
-	// is a directory until we actually clone it and look
-	// inside.  That just happened, hence the error check
-	// is here.
-	if f != "" {
-		cleaner()
-		return nil, fmt.Errorf(
-			"'%s' refers to file '%s'; expecting directory",
-			repoSpec.AbsPath(), f)
-	}
-	// Path in repo can contain symlinks that exit repo. We can only
-	// check for this after cloning repo.
-	if !root.HasPrefix(repoSpec.CloneDir()) {
-		_ = cleaner()
-		return nil, fmt.Errorf("%q refers to directory outside of repo %q", repoSpec.AbsPath(),
-			repoSpec.CloneDir())
-	}
-	return &FileLoader{
-		// Clones never allowed to escape root.
-		loadRestrictor: RestrictionRootOnly,
-		root:           root,
-		referrer:       referrer,
-		repoSpec:       repoSpec,
-		fSys:           fSys,
-		cloner:         cloner,
-		cleaner:        cleaner,
-	}, nil
+		fl.loadRestrictor, root, fl.fSys, fl), nil
 }
 
 func (fl *FileLoader) errIfGitContainmentViolation(
@@ -317,9 +258,12 @@ func (fl *FileLoader) errIfRepoCycle(newRepoSpec *git.RepoSpec) error {
 // Load returns the content of file at the given path,
 // else an error. Relative paths are taken relative
 // to the root.
+//
+// driftguard: an http(s) URL is refused with ErrRemote instead of being
+// downloaded; this loader has no HTTP client.
 func (fl *FileLoader) Load(path string) ([]byte, error) {
 	if IsRemoteFile(path) {
-		return fl.httpClientGetContent(path)
+		return nil, remoteError(path, fl.root)
 	}
 	if !filepath.IsAbs(path) {
 		path = fl.root.Join(path)
@@ -329,34 +273,6 @@ func (fl *FileLoader) Load(path string) ([]byte, error) {
 		return nil, err
 	}
 	return fl.fSys.ReadFile(path)
-}
-
-func (fl *FileLoader) httpClientGetContent(path string) ([]byte, error) {
-	var hc *http.Client
-	if fl.http != nil {
-		hc = fl.http
-	} else {
-		hc = &http.Client{}
-	}
-	parsedURL, err := url.ParseRequestURI(path)
-	if err != nil {
-		return nil, errors.Wrap(err)
-	}
-	resp, err := hc.Get(parsedURL.String())
-	if err != nil {
-		return nil, errors.Wrap(err)
-	}
-	defer resp.Body.Close()
-	// response unsuccessful
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		_, err = git.NewRepoSpecFromURL(path)
-		if err == nil {
-			return nil, errors.Errorf("URL is a git repository")
-		}
-		return nil, fmt.Errorf("%w: status code %d (%s)", ErrHTTP, resp.StatusCode, http.StatusText(resp.StatusCode))
-	}
-	content, err := io.ReadAll(resp.Body)
-	return content, errors.Wrap(err)
 }
 
 // Cleanup runs the cleaner.

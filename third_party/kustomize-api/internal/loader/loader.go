@@ -12,24 +12,18 @@ import (
 )
 
 // NewLoader returns a Loader pointed at the given target.
-// If the target is remote, the loader will be restricted
-// to the root and below only.  If the target is local, the
-// loader will have the restrictions passed in.  Regardless,
-// if a local target attempts to transitively load remote bases,
-// the remote bases will all be root-only restricted.
+//
+// driftguard: a remote target (a Git repository URL) is refused with
+// ErrRemote instead of being cloned.
 func NewLoader(
 	lr LoadRestrictorFunc,
 	target string, fSys filesys.FileSystem) (ifc.Loader, error) {
-	repoSpec, err := git.NewRepoSpecFromURL(target)
-	if err == nil {
-		// The target qualifies as a remote git target.
-		return newLoaderAtGitClone(
-			repoSpec, fSys, nil, git.ClonerUsingGitExec)
+	if _, err := git.NewRepoSpecFromURL(target); err == nil {
+		return nil, remoteError(target, "")
 	}
 	root, err := filesys.ConfirmDir(fSys, target)
 	if err != nil {
 		return nil, errors.WrapPrefixf(err, "%s", ErrRtNotDir.Error())
 	}
-	return newLoaderAtConfirmedDir(
-		lr, root, fSys, nil, git.ClonerUsingGitExec), nil
+	return newLoaderAtConfirmedDir(lr, root, fSys, nil), nil
 }

@@ -5,14 +5,11 @@ package loader
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/ifc"
 	"sigs.k8s.io/kustomize/api/internal/plugins/builtinhelpers"
-	"sigs.k8s.io/kustomize/api/internal/plugins/execplugin"
-	"sigs.k8s.io/kustomize/api/internal/plugins/fnplugin"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -239,52 +236,11 @@ func (l *Loader) makeBuiltinPlugin(r resid.Gvk) (resmap.Configurable, error) {
 	return nil, errors.Errorf("unable to load builtin %s", r)
 }
 
+// loadPlugin loaded a plugin that is not built in: a KRM function run in a
+// container or as a program, an exec plugin or a Go plugin.
+//
+// driftguard: every such plugin is refused, whatever the configuration
+// says; this kustomize runs no program and no container.
 func (l *Loader) loadPlugin(res *resource.Resource) (resmap.Configurable, error) {
-	spec, err := fnplugin.GetFunctionSpec(res)
-	if err != nil {
-		return nil, fmt.Errorf("loader: %w", err)
-	}
-	if spec != nil {
-		// validation check that function mounts are under the current kustomization directory
-		for _, mount := range spec.Container.StorageMounts {
-			if filepath.IsAbs(mount.Src) {
-				return nil, errors.Errorf("plugin %s with mount path '%s' is not permitted; "+
-					"mount paths must be relative to the current kustomization directory", res.OrgId(), mount.Src)
-			}
-			if strings.HasPrefix(filepath.Clean(mount.Src), "..") {
-				return nil, errors.Errorf("plugin %s with mount path '%s' is not permitted; "+
-					"mount paths must be under the current kustomization directory", res.OrgId(), mount.Src)
-			}
-		}
-		return fnplugin.NewFnPlugin(&l.pc.FnpLoadingOptions), nil
-	}
-	return l.loadExecOrGoPlugin(res.OrgId())
-}
-
-func (l *Loader) loadExecOrGoPlugin(resId resid.ResId) (resmap.Configurable, error) {
-	absPluginPath, err := l.AbsolutePluginPath(resId)
-	if err != nil {
-		return nil, err
-	}
-	// First try to load the plugin as an executable.
-	p := execplugin.NewExecPlugin(absPluginPath)
-	if err = p.ErrIfNotExecutable(); err == nil {
-		return p, nil
-	}
-	if !os.IsNotExist(err) {
-		// The file exists, but something else is wrong,
-		// likely it's not executable.
-		// Assume the user forgot to set the exec bit,
-		// and return an error, rather than adding ".so"
-		// to the name and attempting to load it as a Go
-		// plugin, which will likely fail and result
-		// in an obscure message.
-		return nil, err
-	}
-	// Failing the above, try loading it as a Go plugin.
-	c, err := l.loadGoPlugin(resId, absPluginPath+".so")
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return nil, types.NewErrOnlyBuiltinPluginsAllowed(res.OrgId().Kind)
 }
