@@ -54,15 +54,27 @@ func (r Registration) matchConditions() []admissionregistrationv1.MatchCondition
 	if len(r.SkipUsers) == 0 {
 		return nil
 	}
-	quoted := make([]string, len(r.SkipUsers))
-	for i, u := range r.SkipUsers {
+	return []admissionregistrationv1.MatchCondition{notUsers("not-driftguard-itself", r.SkipUsers)}
+}
+
+// scalers are the control plane's identities that scale workloads (the HPA;
+// the controller manager where controllers share one identity). The default
+// policy allows them, so the scale webhook, which cannot select managed
+// objects by label (a Scale carries none), never sees them: a guard that is
+// down under failurePolicy Fail does not stop autoscaling in the cluster.
+var scalers = []string{"system:serviceaccount:kube-system:horizontal-pod-autoscaler", "system:kube-controller-manager"}
+
+func notUsers(name string, users []string) admissionregistrationv1.MatchCondition {
+	quoted := make([]string, len(users))
+	for i, u := range users {
 		quoted[i] = strconv.Quote(u)
 	}
-	return []admissionregistrationv1.MatchCondition{{
-		Name:       "not-driftguard-itself",
-		Expression: "!(request.userInfo.username in [" + strings.Join(quoted, ", ") + "])",
-	}}
+	return admissionregistrationv1.MatchCondition{Name: name, Expression: "!(request.userInfo.username in [" + strings.Join(quoted, ", ") + "])"}
 }
+
+// podSubresources change a running pod's spec without an update of the pod:
+// ephemeral (debug) containers and in-place resize.
+var podSubresources = []string{"/ephemeralcontainers", "/resize"}
 
 // Resource is one API resource the webhooks intercept, e.g. apps deployments.
 type Resource struct {
@@ -147,14 +159,31 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 	}
 	managed := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: r.LabelKey, Operator: metav1.LabelSelectorOpExists}}}
 	unmanaged := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: r.LabelKey, Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	update := []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+	scale := hook("scale.driftguard.io", rules(r.Resources, update, "/scale"), &fp, &metav1.LabelSelector{})
+	scale.MatchConditions = append(scale.MatchConditions, notUsers("not-the-autoscaler", scalers))
+	hooks := []admissionregistrationv1.ValidatingWebhook{
+		hook("objects.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, ""), &fp, managed),
+		scale,
+		hook("orphans.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, ""), &ignore, unmanaged),
+	}
+	var pods []Resource
+	for _, res := range r.Resources {
+		if res.Group == "" && res.Resource == "pods" {
+			pods = append(pods, res)
+		}
+	}
+	// The request's object is the Pod, which carries the label. Without
+	// managed pods the webhook has no rules (and matches nothing).
+	var sub []admissionregistrationv1.RuleWithOperations
+	for _, suffix := range podSubresources {
+		sub = append(sub, rules(pods, update, suffix)...)
+	}
+	hooks = append(hooks, hook("subresources.driftguard.io", sub, &fp, managed))
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{managedByLabel: FieldManager}},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("objects.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, ""), &fp, managed),
-			hook("scale.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, "/scale"), &fp, &metav1.LabelSelector{}),
-			hook("orphans.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, ""), &ignore, unmanaged),
-		},
+		Webhooks:   hooks,
 	}
 }
 

@@ -82,20 +82,61 @@ func TestConfigurationRules(t *testing.T) {
 func TestSkipUsers(t *testing.T) {
 	reg := Registration{Name: "dg", URL: "https://127.0.0.1:9443", LabelKey: "driftguard.io/guard",
 		Resources: []Resource{{Group: "", Resource: "configmaps"}}}
+	autoscaler := admissionregistrationv1.MatchCondition{Name: "not-the-autoscaler",
+		Expression: `!(request.userInfo.username in ["system:serviceaccount:kube-system:horizontal-pod-autoscaler", "system:kube-controller-manager"])`}
 	for _, w := range reg.Configuration().Webhooks {
-		if len(w.MatchConditions) != 0 {
+		want := 0
+		if w.Name == "scale.driftguard.io" {
+			want = 1 // the autoscaler never waits on the guard
+		}
+		if len(w.MatchConditions) != want {
 			t.Fatalf("%s: match conditions without SkipUsers: %+v", w.Name, w.MatchConditions)
 		}
 	}
 	reg.SkipUsers = []string{"system:serviceaccount:driftguard-system:driftguard"}
-	want := []admissionregistrationv1.MatchCondition{{Name: "not-driftguard-itself",
-		Expression: `!(request.userInfo.username in ["system:serviceaccount:driftguard-system:driftguard"])`}}
+	self := admissionregistrationv1.MatchCondition{Name: "not-driftguard-itself",
+		Expression: `!(request.userInfo.username in ["system:serviceaccount:driftguard-system:driftguard"])`}
+	want := []admissionregistrationv1.MatchCondition{self}
 	for _, w := range reg.Configuration().Webhooks {
+		want := want
+		if w.Name == "scale.driftguard.io" {
+			want = []admissionregistrationv1.MatchCondition{self, autoscaler}
+		}
 		if !reflect.DeepEqual(w.MatchConditions, want) {
 			t.Errorf("%s: match conditions %+v, want %+v", w.Name, w.MatchConditions, want)
 		}
 	}
 	if got := reg.MutatingConfiguration().Webhooks[0].MatchConditions; !reflect.DeepEqual(got, want) {
 		t.Errorf("mutating: match conditions %+v, want %+v", got, want)
+	}
+}
+
+// TestPodSubresources: with pods among the managed resources, a pod's
+// ephemeral containers and resize go to the webhook, selected by the label.
+func TestPodSubresources(t *testing.T) {
+	reg := Registration{Name: "dg", URL: "https://127.0.0.1:9443", LabelKey: "driftguard.io/guard",
+		Resources: []Resource{{Group: "", Resource: "configmaps"}}}
+	for _, w := range reg.Configuration().Webhooks {
+		if w.Name == "subresources.driftguard.io" && len(w.Rules) != 0 {
+			t.Fatalf("pod subresources registered without managed pods: %+v", w.Rules)
+		}
+	}
+	reg.Resources = append(reg.Resources, Resource{Group: "", Resource: "pods"})
+	var found bool
+	for _, w := range reg.Configuration().Webhooks {
+		if w.Name != "subresources.driftguard.io" {
+			continue
+		}
+		found = true
+		var names []string
+		for _, r := range w.Rules {
+			names = append(names, r.Resources...)
+		}
+		if !reflect.DeepEqual(names, []string{"pods/ephemeralcontainers", "pods/resize"}) || w.ObjectSelector.MatchExpressions[0].Key != "driftguard.io/guard" {
+			t.Fatalf("rules %v selector %+v", names, w.ObjectSelector)
+		}
+	}
+	if !found {
+		t.Fatal("no webhook for pod subresources")
 	}
 }

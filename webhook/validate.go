@@ -282,6 +282,11 @@ func (v *Validator) managedKind(req *admissionv1.AdmissionRequest) (schema.Group
 	switch req.SubResource {
 	case "":
 		return schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}, true
+	case "ephemeralcontainers", "resize":
+		// The request's object is the Pod itself.
+		if req.Kind.Group == "" && req.Kind.Kind == "Pod" {
+			return schema.GroupVersionKind{Version: req.Kind.Version, Kind: "Pod"}, true
+		}
 	case "scale":
 		gvk, err := v.Mapper.KindFor(schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource})
 		if err != nil {
