@@ -200,6 +200,7 @@ func forObject(rules []*Rule, group, kind, namespace, name string, live map[stri
 	if len(o.pointers) == 0 && len(o.jq) == 0 && o.managed == nil {
 		return Options{}
 	}
+	o.managers = managers
 	return Options{rules: o}
 }
 
@@ -208,6 +209,9 @@ type objectRules struct {
 	pointers []*pathTrie
 	jq       []*jqExpr
 	managed  *fieldsNode
+	// managers are the managedFieldsManagers in force: their fields are
+	// never additions either.
+	managers []string
 }
 
 // prepare evaluates what depends on the desired object (jq paths) once per

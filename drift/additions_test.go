@@ -1,0 +1,115 @@
+package drift
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestAdditions(t *testing.T) {
+	desired := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","labels":{"app":"web"}},
+"spec":{"template":{"spec":{"automountServiceAccountToken":false,"containers":[{"name":"web","image":"web:1"}]}}}}`)
+	entry := func(manager, sub, fields string) map[string]any {
+		e := map[string]any{"manager": manager, "operation": "Update", "fieldsV1": fields}
+		if sub != "" {
+			e["subresource"] = sub
+		}
+		return e
+	}
+	live := func(extra string, entries ...map[string]any) map[string]any {
+		l := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","labels":{"app":"web"},"annotations":{}},
+"spec":{"template":{"spec":{"automountServiceAccountToken":false,"containers":[{"name":"web","image":"web:1"}]}}}}`)
+		if extra != "" {
+			var patch map[string]any
+			if err := json.Unmarshal([]byte(extra), &patch); err != nil {
+				t.Fatal(err)
+			}
+			mergeInto(l, JSONNumbers(patch).(map[string]any))
+		}
+		list := make([]any, len(entries))
+		for i, e := range entries {
+			list[i] = e
+		}
+		l["metadata"].(map[string]any)["managedFields"] = list
+		return l
+	}
+	guard := entry("driftguard", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)
+	tests := []struct {
+		name  string
+		live  map[string]any
+		rules []RuleSpec
+		want  []string
+	}{
+		{"nothing added", live("", guard), nil, nil},
+		{"hostNetwork by kubectl", live(`{"spec":{"template":{"spec":{"hostNetwork":true}}}}`, guard,
+			entry("kubectl-patch", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), nil,
+			[]string{"/spec/template/spec/hostNetwork"}},
+		{"sidecar container, second in the list", live(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1"},{"name":"tap","image":"evil"}]}}}}`, guard,
+			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"tap\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)), nil,
+			[]string{"/spec/template/spec/containers/1"}},
+		{"field added in a Git container", live(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1","command":["sh"]}]}}}}`, guard,
+			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:command":{}}}}}}}`)), nil,
+			[]string{"/spec/template/spec/containers/0/command"}},
+		{"owner reference beside the controller's", live(`{"metadata":{"ownerReferences":[{"uid":"a","name":"rs"},{"uid":"b","name":"mine"}]}}`, guard,
+			entry("kube-controller-manager", "", `{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"a\"}":{}}}}`),
+			entry("evil", "", `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"b\"}":{}}}}`)), nil,
+			[]string{"/metadata/ownerReferences/1"}},
+		{"finalizer", live(`{"metadata":{"finalizers":["x/y"]}}`, guard,
+			entry("kubectl-patch", "", `{"f:metadata":{"f:finalizers":{".":{},"v:\"x/y\"":{}}}}`)), nil,
+			[]string{"/metadata/finalizers/0"}},
+		{"annotation, stamp and last-applied", live(`{"metadata":{"annotations":{"team":"x","driftguard.io/changed-by":"{}","kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`, guard,
+			entry("kubectl-annotate", "", `{"f:metadata":{"f:annotations":{".":{},"f:team":{},"f:driftguard.io/changed-by":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}}}`)), nil,
+			[]string{"/metadata/annotations/team"}},
+		{"control plane and subresources are not additions", live(`{"metadata":{"annotations":{"deployment.kubernetes.io/revision":"1"}},"spec":{"replicas":4},"status":{"replicas":4}}`, guard,
+			entry("kube-controller-manager", "", `{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}}}`),
+			entry("kube-controller-manager", "status", `{"f:status":{"f:replicas":{}}}`),
+			entry("alice-scaler", "scale", `{"f:spec":{"f:replicas":{}}}`)), nil, nil},
+		{"a manager an ignore rule names", live(`{"spec":{"template":{"spec":{"hostNetwork":true}}}}`, guard,
+			entry("tuner", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), []RuleSpec{{ManagedFieldsManagers: []string{"tuner"}}}, nil},
+		{"a path an ignore rule hides", live(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1","command":["sh"]}]}}}}`, guard,
+			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:command":{}}}}}}}`)),
+			[]RuleSpec{{JSONPointers: []string{"/spec/template/spec/containers/0/command"}}}, nil},
+		{"removed automount is no addition (Compare sees it)", live(`{"spec":{"template":{"spec":{"automountServiceAccountToken":null}}}}`, guard), nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts Options
+			if tt.rules != nil {
+				rules, err := CompileRules(tt.rules)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts = For(rules, "", "", "", "", tt.live)
+			}
+			got := Paths(Additions(desired, tt.live, "driftguard", opts))
+			if len(got) == 0 {
+				got = nil
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Additions = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestComparePathsOrdersIndicesByNumber(t *testing.T) {
+	if comparePaths("/a/10", "/a/2") <= 0 || comparePaths("/a/1/b", "/a/1") <= 0 || comparePaths("/a/b", "/a/c") >= 0 {
+		t.Fatal("comparePaths order")
+	}
+}
+
+// mergeInto merges patch into m (objects recursively, the rest replaced).
+func mergeInto(m, patch map[string]any) {
+	for k, v := range patch {
+		pm, ok := v.(map[string]any)
+		if mm, ok2 := m[k].(map[string]any); ok && ok2 {
+			mergeInto(mm, pm)
+			continue
+		}
+		if v == nil {
+			delete(m, k)
+			continue
+		}
+		m[k] = v
+	}
+}
