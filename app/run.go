@@ -390,6 +390,10 @@ func (r reverter) DryRun(ctx context.Context, want *gitstore.Object, live *unstr
 	return r.a.DryRun(ctx, want, live)
 }
 
+func (r reverter) RemoveAdditions(ctx context.Context, live *unstructured.Unstructured, added []drift.Change) error {
+	return r.a.RemoveAdditions(ctx, live, added)
+}
+
 func (r reverter) Options(desired *unstructured.Unstructured, live map[string]any) drift.Options {
 	return r.a.Options(desired, live)
 }

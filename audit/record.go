@@ -70,6 +70,12 @@ type Field struct {
 	Path    string `json:"path"`
 	Desired any    `json:"desired,omitempty"`
 	Live    any    `json:"live,omitempty"`
+	// Old is the value before an admission request's change.
+	Old any `json:"old,omitempty"`
+	// Change is "added" (a field Git does not set, or the object lacked)
+	// or "removed" (a field Git sets, or the object had); empty for a
+	// changed value.
+	Change string `json:"change,omitempty"`
 }
 
 // Source is where the desired object comes from in Git.
@@ -134,7 +140,13 @@ func marshalLine(r Record) ([]byte, error) {
 func FieldsOf(cs []drift.Change) []Field {
 	out := make([]Field, len(cs))
 	for i, c := range cs {
-		out[i] = Field{Path: c.Path, Desired: c.Desired, Live: c.Live}
+		out[i] = Field{Path: c.Path, Desired: c.Desired, Live: c.Live, Old: c.Old}
+		switch {
+		case c.Added:
+			out[i].Change = "added"
+		case c.Missing:
+			out[i].Change = "removed"
+		}
 	}
 	return out
 }

@@ -106,7 +106,11 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		w.notify(guard)
 		return nil
 	}
-	if err := w.Reverter.Revert(ctx, want, live); err != nil {
+	err := w.Reverter.RemoveAdditions(ctx, live, additions(changes))
+	if err == nil {
+		err = w.Reverter.Revert(ctx, want, live)
+	}
+	if err != nil {
 		// Retried with backoff; recorded once per object state and error.
 		if !w.state.failedBefore(it, live, err) {
 			w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, Operation: "REVERT", Object: rec.Object,
@@ -139,19 +143,33 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 // normalizations, pruning or mutations are then never drift.
 func (w *Watcher) compare(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) []drift.Change {
 	opts := w.Reverter.Options(want.Obj(), live.Object)
+	// What someone added that Git does not set is drift too; the rest is
+	// what Git sets and the cluster holds otherwise.
+	added := drift.Additions(want.Obj().Object, live.Object, reconcileManager, opts)
 	changes := want.Drift(live.Object, opts)
 	if len(changes) == 0 {
-		return nil
+		return added
 	}
 	if _, checked := want.ServerValues(); checked {
-		return changes
+		return append(changes, added...)
 	}
 	if err := w.Reverter.DryRun(ctx, want, live); err != nil {
 		w.Log.Info("server-side dry run failed; comparing with Git's text", "object", want.Key.String(), "error", err.Error())
 		want.SetServerValues(nil) // once per revision: the revert that follows reports the error
-		return changes
+		return append(changes, added...)
 	}
-	return want.Drift(live.Object, opts)
+	return append(want.Drift(live.Object, opts), added...)
+}
+
+// additions returns the changes that add what Git does not set.
+func additions(changes []drift.Change) []drift.Change {
+	var out []drift.Change
+	for _, c := range changes {
+		if c.Added {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // changeSignature identifies the values a change set puts in place.

@@ -34,6 +34,9 @@ type Reverter interface {
 	DryRun(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error
 	// Options are the comparison options (ignore rules) for an object.
 	Options(desired *unstructured.Unstructured, live map[string]any) drift.Options
+	// RemoveAdditions removes from live what someone added that Git does
+	// not set (drift.Additions), which a forced apply leaves in place.
+	RemoveAdditions(ctx context.Context, live *unstructured.Unstructured, added []drift.Change) error
 	// ClearAnnotations removes annotations the guard's bookkeeping left on
 	// a live object (a break-glass reason and its stamp, once expired).
 	ClearAnnotations(ctx context.Context, live *unstructured.Unstructured, keys ...string) error
