@@ -5,8 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/driftguard/driftguard/gitstore"
 )
 
 // AppliedBy returns the UID of a live object when it is what the guard
@@ -59,23 +57,16 @@ func (r *GuardReconciler) recordApplied(a *attempt, cs ChangeSet) {
 	for k, it := range r.Inventory.takeApplied(a.g.Name) {
 		a.inv.Put(k, it.Version, it.UID)
 	}
-	done := make(map[gitstore.ObjectKey]bool, len(cs))
 	for _, e := range cs {
-		if e.UID != "" {
-			a.inv.Put(e.Object.Key, e.Object.GVK().Version, e.UID)
-			done[e.Object.Key] = true
-		}
+		a.inv.Put(e.Object.Key, e.Object.GVK().Version, e.UID) // nothing when failed (no UID)
 	}
 	live := r.Applier.Live
 	if live == nil {
 		return
 	}
 	for _, o := range a.snap.Objects {
-		if done[o.Key] {
-			continue
-		}
 		if _, ok := a.inv.Get(o.Key); ok {
-			continue
+			continue // recorded now, or before (its UID unchanged since, or as the guard last saw it)
 		}
 		u, known := live.Live(o.GVK(), o.Key.Namespace, o.Key.Name)
 		if !known || u == nil {
