@@ -17,6 +17,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/harness"
 )
@@ -197,8 +198,32 @@ func TestPruneOnlyWhatTheGuardApplied(t *testing.T) {
 		}
 		return fmt.Errorf("none among %d events", len(events.Items))
 	})
-	// The inventory holds what the guard applied and Git still has.
+	// The inventory holds what the guard applied and Git still has, with
+	// their UIDs, as a restarted guard or a new leader reads it.
 	waitInventoryCount(t, guard, 2)
+	stored, err := (&reconcile.InventoryStore{Client: h.Admin, Namespace: guardNamespace}).Load(context.Background(), h.Guard(t, guard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, err := getConfigMap(t, ns, "keep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nsObj corev1.Namespace
+	if err := h.Admin.Get(context.Background(), client.ObjectKey{Name: ns}, &nsObj); err != nil {
+		t.Fatal(err)
+	}
+	for k, uid := range map[gitstore.ObjectKey]types.UID{
+		{Kind: "ConfigMap", Namespace: ns, Name: "keep"}: keep.UID,
+		{Kind: "Namespace", Name: ns}:                    nsObj.UID,
+	} {
+		if it, ok := stored.Get(k); !ok || it.UID != uid || it.Version != "v1" {
+			t.Errorf("stored inventory has %s as %+v (present %v), want UID %s", k, it, ok, uid)
+		}
+	}
+	if stored.Len() != 2 {
+		t.Errorf("stored inventory holds %v, want keep and the namespace", stored.Keys())
+	}
 
 	// A later prune keeps them too.
 	rev = repo.Change(t, "change keep", map[string]string{"keep.yaml": configMap(ns, "keep", "git 2")})
