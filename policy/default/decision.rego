@@ -6,10 +6,12 @@
 #   1. guard-identity     the guard's own identities          -> allow
 #   2. system-controller  cluster control-plane components    -> allow
 #   3. break-glass        break-glass group + reason annotation -> allow
-#   4. self-heal          drift seen after the fact           -> revert
-#   5. orphan             a new object Git does not have, in a
+#   4. restores-git       an update that only puts back values
+#                         Git sets                             -> allow
+#   5. self-heal          drift seen after the fact           -> revert
+#   6. orphan             a new object Git does not have, in a
 #                         namespace a Guard owns              -> warn
-#   6. managed-by-git     everything else                     -> deny
+#   7. managed-by-git     everything else                     -> deny
 package driftguard
 
 break_glass_annotation := "driftguard.io/break-glass"
@@ -33,6 +35,12 @@ decision := {
 } if {
 	break_glass_member
 	break_glass_reason != ""
+} else := {
+	"action": "allow",
+	"reason": "the change puts back values Git sets",
+	"rule": "restores-git",
+} if {
+	restores_git
 } else := {
 	"action": "revert",
 	"reason": "the object drifted from Git and is put back (self-heal)",
@@ -96,6 +104,18 @@ system_controller if {
 system_controller if {
 	input.operation == "DELETE"
 	input.user.username in delete_controllers
+}
+
+# An update each of whose changes writes the value Git sets: nothing it does
+# can make the object differ from Git. Removing a field (even one Git does
+# not set, which a controller may own) is not among them.
+restores_git if {
+	input.operation == "UPDATE"
+	count(input.drift) > 0
+	every c in input.drift {
+		c.desired != null
+		c.live == c.desired
+	}
 }
 
 break_glass_member if {

@@ -154,3 +154,19 @@ test_system_controllers_update_and_scale if {
 		decide(inp).rule == "system-controller"
 	}
 }
+
+test_restoring_git_allowed if {
+	inp := object.union(base, {"drift": [{"path": "/spec/replicas", "desired": 3, "live": 3, "old": 5}]})
+	decide(inp).rule == "restores-git"
+}
+
+test_restoring_needs_every_change_to_be_git if {
+	every drift in [
+		[{"path": "/spec/replicas", "desired": 3, "live": 3, "old": 5}, {"path": "/spec/x", "desired": null, "live": true}],
+		[{"path": "/spec/caBundle", "desired": null, "live": null, "old": "abc"}],
+		[{"path": "/spec/a", "desired": false, "live": null, "old": false}],
+		[],
+	] {
+		decide(object.union(base, {"drift": drift})).rule == "managed-by-git"
+	}
+}

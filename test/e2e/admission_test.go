@@ -74,9 +74,10 @@ func TestKubectlChangesAreDenied(t *testing.T) {
 	}
 }
 
-// TestUnmanagedFieldsAndObjectsAreAdmitted: a change Git does not care about,
-// and objects the guard does not manage, pass.
-func TestUnmanagedFieldsAndObjectsAreAdmitted(t *testing.T) {
+// TestUnmanagedObjectsAreAdmitted: objects the guard does not manage pass; an
+// addition to a managed object (a field Git does not set) is a change like
+// any other, and is denied.
+func TestUnmanagedObjectsAreAdmitted(t *testing.T) {
 	t.Parallel()
 	const ns = "admit"
 	repo := h.NewGuard(t, "admit", true, map[string]string{
@@ -84,8 +85,8 @@ func TestUnmanagedFieldsAndObjectsAreAdmitted(t *testing.T) {
 		"cm.yaml": configMap(ns, "managed", "git"),
 	})
 	h.WaitApplied(t, repo.Guard, repo.Initial)
-	if out, err := h.Kubectl(t, "annotate", "configmap", "managed", "-n", ns, "note=hello"); err != nil {
-		t.Fatalf("annotation Git does not set was denied: %s", out)
+	if out, err := h.Kubectl(t, "annotate", "configmap", "managed", "-n", ns, "note=hello"); err == nil || !strings.Contains(out, `/metadata/annotations/note: (added) "hello"`) {
+		t.Fatalf("an annotation Git does not set must be denied, naming it: %v %s", err, out)
 	}
 	if out, err := h.Kubectl(t, "create", "configmap", "mine", "-n", ns, "--from-literal=a=b"); err != nil {
 		t.Fatalf("unmanaged create denied: %s", out)

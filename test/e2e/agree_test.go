@@ -88,8 +88,8 @@ func TestThreePathsAgree(t *testing.T) {
 	if out, err := h.Kubectl(t, cpu("1")...); err != nil {
 		t.Fatalf("an equal quantity was denied: %s", out)
 	}
-	if out, err := h.Kubectl(t, "label", "service", "web", "-n", ns, "team=web"); err != nil {
-		t.Fatalf("a label Git does not set was denied: %s", out)
+	if out, err := h.Kubectl(t, "label", "service", "web", "-n", ns, "team=web"); err == nil || !strings.Contains(out, "/metadata/labels/team") {
+		t.Fatalf("a label Git does not set must be denied, naming it: %v %s", err, out)
 	}
 	out, err := h.Kubectl(t, cpu("2")...)
 	if err == nil || !strings.Contains(out, "/spec/template/spec/containers/0/resources/requests/cpu") {

