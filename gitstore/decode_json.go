@@ -11,9 +11,11 @@ import (
 
 // decodeJSON decodes every top-level value of a JSON file (usually one; a
 // stream of values is accepted). Numbers become int64 when integral, float64
-// otherwise; duplicate object keys are an error.
-func decodeJSON(data []byte) ([]document, error) {
-	d := &jsonDecoder{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+// otherwise; duplicate object keys are an error. The limits bound the
+// nesting depth and the text of the whole file (a *LimitError at the line
+// where it happened).
+func decodeJSON(data []byte, lim Limits) ([]document, error) {
+	d := &jsonDecoder{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lim: lim}
 	d.dec.UseNumber()
 	var docs []document
 	for {
@@ -26,7 +28,7 @@ func decodeJSON(data []byte) ([]document, error) {
 			return nil, d.wrap(err)
 		}
 		doc := document{line: d.lineAt(start)}
-		doc.value, err = d.value(tok, func(key string, arr bool) bool { return arr && key == "items" }, &doc.itemLines)
+		doc.value, err = d.value(tok, start, func(key string, arr bool) bool { return arr && key == "items" }, &doc.itemLines)
 		if err != nil {
 			return nil, err
 		}
@@ -35,8 +37,28 @@ func decodeJSON(data []byte) ([]document, error) {
 }
 
 type jsonDecoder struct {
-	data []byte
-	dec  *json.Decoder
+	data  []byte
+	dec   *json.Decoder
+	lim   Limits
+	depth int   // objects and arrays open
+	text  int64 // bytes of keys and strings
+}
+
+// enter opens an object or array that starts at offset start, within the
+// nesting limit.
+func (d *jsonDecoder) enter(start int) error {
+	if d.depth++; d.depth > d.lim.MaxDepth {
+		return &lineError{line: d.lineAt(start), err: depthError(d.lim.MaxDepth)}
+	}
+	return nil
+}
+
+// addText counts decoded text, within the limit.
+func (d *jsonDecoder) addText(start, size int) error {
+	if d.text += int64(size); d.text > d.lim.MaxDecodedBytes {
+		return &lineError{line: d.lineAt(start), err: decodedError(d.lim.MaxDecodedBytes)}
+	}
+	return nil
 }
 
 // nextStart returns the offset of the next token: the decoder's offset moved
@@ -81,16 +103,25 @@ func (d *jsonDecoder) wrap(err error) error {
 // value builds the value that starts with tok. When track reports true for a
 // member of the top-level object, the lines of that array's elements are
 // stored in lines.
-func (d *jsonDecoder) value(tok json.Token, track func(key string, arr bool) bool, lines *[]int) (any, error) {
+func (d *jsonDecoder) value(tok json.Token, start int, track func(key string, arr bool) bool, lines *[]int) (any, error) {
 	switch t := tok.(type) {
 	case json.Delim:
-		switch t {
-		case '{':
-			return d.object(track, lines)
-		case '[':
-			return d.array(lines)
+		if t != '{' && t != '[' {
+			return nil, d.wrap(fmt.Errorf("unexpected %q", t))
 		}
-		return nil, d.wrap(fmt.Errorf("unexpected %q", t))
+		if err := d.enter(start); err != nil {
+			return nil, err
+		}
+		defer func() { d.depth-- }()
+		if t == '{' {
+			return d.object(track, lines)
+		}
+		return d.array(lines)
+	case string:
+		if err := d.addText(start, len(t)); err != nil {
+			return nil, err
+		}
+		return t, nil
 	case json.Number:
 		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil {
 			return i, nil
@@ -123,6 +154,10 @@ func (d *jsonDecoder) object(track func(string, bool) bool, lines *[]int) (map[s
 		if _, dup := out[key]; dup {
 			return nil, &lineError{line: d.lineAt(start), err: fmt.Errorf("duplicate map key %q", key)}
 		}
+		if err := d.addText(start, len(key)); err != nil {
+			return nil, err
+		}
+		start = d.nextStart()
 		tok, err = d.dec.Token()
 		if err != nil {
 			return nil, d.wrap(err)
@@ -131,7 +166,7 @@ func (d *jsonDecoder) object(track func(string, bool) bool, lines *[]int) (map[s
 		if track != nil && track(key, tok == json.Delim('[')) {
 			itemLines = lines
 		}
-		v, err := d.value(tok, nil, itemLines)
+		v, err := d.value(tok, start, nil, itemLines)
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +190,7 @@ func (d *jsonDecoder) array(lines *[]int) ([]any, error) {
 		if lines != nil {
 			*lines = append(*lines, d.lineAt(start))
 		}
-		v, err := d.value(tok, nil, nil)
+		v, err := d.value(tok, start, nil, nil)
 		if err != nil {
 			return nil, err
 		}

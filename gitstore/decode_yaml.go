@@ -22,9 +22,6 @@ type document struct {
 	itemLines []int
 }
 
-// maxYAMLNodes bounds the values one file may expand to through aliases.
-const maxYAMLNodes = 1 << 20
-
 // yamlParserProblems are the messages of go-yaml's parser (as opposed to
 // its scanner); go-yaml reports their line 0-based.
 var yamlParserProblems = map[string]bool{
@@ -47,9 +44,13 @@ var (
 )
 
 // decodeYAML decodes every document of a YAML stream. Lines are absolute in
-// the file. Empty documents (nothing, or only comments) are skipped.
-func decodeYAML(data []byte) ([]document, error) {
+// the file. Empty documents (nothing, or only comments) are skipped. The
+// limits bound the whole file, all its documents together: the nesting
+// depth, the values aliases add, and the text the file decodes to; going
+// beyond one is a *LimitError at the line where it happened.
+func decodeYAML(data []byte, lim Limits) ([]document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	c := &yamlConverter{lim: lim}
 	var docs []document
 	for {
 		var n yaml.Node
@@ -86,7 +87,6 @@ func decodeYAML(data []byte) ([]document, error) {
 		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
 			continue
 		}
-		c := &yamlConverter{}
 		v, err := c.value(root)
 		if err != nil {
 			return nil, err
@@ -128,21 +128,28 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 
 // YAMLValue turns a YAML node into the JSON-compatible value Render makes of
 // it: aliases and merge keys resolved (explicit keys win), scalars as nil,
-// bool, int64, float64 or string. Errors name the line.
+// bool, int64, float64 or string. Errors name the line. The render limits
+// of the process bound it (nesting, alias values, decoded text).
 func YAMLValue(n *yaml.Node) (any, error) {
-	c := yamlConverter{}
+	c := yamlConverter{lim: Limits{}.effective()}
 	return c.value(n)
 }
 
-// yamlConverter turns yaml nodes into JSON-compatible values.
+// yamlConverter turns yaml nodes into JSON-compatible values, within the
+// limits, counted over everything it converts (a whole file).
 type yamlConverter struct {
-	count int
+	lim     Limits
+	depth   int   // lists and mappings open
+	inAlias int   // > 0 while expanding an alias
+	aliased int   // values added by aliases
+	text    int64 // bytes of keys and scalars
 }
 
 func (c *yamlConverter) value(n *yaml.Node) (any, error) {
-	c.count++
-	if c.count > maxYAMLNodes {
-		return nil, errAt(n.Line, "document expands to more than %d values", maxYAMLNodes)
+	if c.inAlias > 0 {
+		if c.aliased++; c.aliased > c.lim.MaxAliasValues {
+			return nil, errAt(n.Line, "%w", aliasError(c.lim.MaxAliasValues))
+		}
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
@@ -154,8 +161,14 @@ func (c *yamlConverter) value(n *yaml.Node) (any, error) {
 		if n.Alias == nil {
 			return nil, errAt(n.Line, "unknown alias %q", n.Value)
 		}
+		c.inAlias++
+		defer func() { c.inAlias-- }()
 		return c.value(n.Alias)
 	case yaml.SequenceNode:
+		if err := c.enter(n); err != nil {
+			return nil, err
+		}
+		defer c.leave()
 		out := make([]any, 0, len(n.Content))
 		for _, item := range n.Content {
 			v, err := c.value(item)
@@ -166,15 +179,40 @@ func (c *yamlConverter) value(n *yaml.Node) (any, error) {
 		}
 		return out, nil
 	case yaml.MappingNode:
+		if err := c.enter(n); err != nil {
+			return nil, err
+		}
+		defer c.leave()
 		out := make(map[string]any, len(n.Content)/2)
 		if err := c.mapping(n, out, false); err != nil {
 			return nil, err
 		}
 		return out, nil
 	case yaml.ScalarNode:
+		if err := c.addText(n, len(n.Value)); err != nil {
+			return nil, err
+		}
 		return scalar(n)
 	}
 	return nil, errAt(n.Line, "unsupported YAML node")
+}
+
+// enter opens a list or mapping, within the nesting limit.
+func (c *yamlConverter) enter(n *yaml.Node) error {
+	if c.depth++; c.depth > c.lim.MaxDepth {
+		return errAt(n.Line, "%w", depthError(c.lim.MaxDepth))
+	}
+	return nil
+}
+
+func (c *yamlConverter) leave() { c.depth-- }
+
+// addText counts decoded text, within the limit.
+func (c *yamlConverter) addText(n *yaml.Node, size int) error {
+	if c.text += int64(size); c.text > c.lim.MaxDecodedBytes {
+		return errAt(n.Line, "%w", decodedError(c.lim.MaxDecodedBytes))
+	}
+	return nil
 }
 
 // mapping adds the pairs of n to out. Merged pairs (<<) never override keys
@@ -199,6 +237,9 @@ func (c *yamlConverter) mapping(n *yaml.Node, out map[string]any, merge bool) er
 		if _, set := out[key]; set && merge {
 			continue
 		}
+		if err := c.addText(k, len(key)); err != nil {
+			return err
+		}
 		val, err := c.value(v)
 		if err != nil {
 			return err
@@ -206,22 +247,38 @@ func (c *yamlConverter) mapping(n *yaml.Node, out map[string]any, merge bool) er
 		out[key] = val
 	}
 	for _, m := range merges {
-		m = resolveAlias(m)
-		srcs := []*yaml.Node{m}
-		if m.Kind == yaml.SequenceNode {
-			srcs = m.Content
-		}
-		for _, src := range srcs {
-			src = resolveAlias(src)
-			if src.Kind != yaml.MappingNode {
-				return errAt(src.Line, "merge value is not a mapping")
-			}
-			if err := c.mapping(src, out, true); err != nil {
-				return err
-			}
+		if err := c.merge(m, out, true); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// merge adds the pairs of the merge value src (<<: src) to out: a mapping,
+// or (list true) a list of mappings. Pairs merged through an alias
+// (<<: *base) are values the alias adds.
+func (c *yamlConverter) merge(src *yaml.Node, out map[string]any, list bool) error {
+	if src.Kind == yaml.AliasNode {
+		c.inAlias++
+		defer func() { c.inAlias-- }()
+	}
+	src = resolveAlias(src)
+	if list && src.Kind == yaml.SequenceNode {
+		for _, m := range src.Content {
+			if err := c.merge(m, out, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if src.Kind != yaml.MappingNode {
+		return errAt(src.Line, "merge value is not a mapping")
+	}
+	if err := c.enter(src); err != nil {
+		return err
+	}
+	defer c.leave()
+	return c.mapping(src, out, true)
 }
 
 // scalar resolves a scalar to nil, bool, int64, float64 or string.

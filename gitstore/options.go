@@ -25,6 +25,10 @@ type RenderOptions struct {
 	// string, that decrypt SOPS-encrypted files. Without keys a
 	// SOPS-encrypted file is an error.
 	AgeKeys []string `json:"-"`
+	// Limits bound the render; zero fields take the process's limits
+	// (SetLimits). They are not part of Hash: they do not change what a
+	// render that succeeds produces.
+	Limits Limits `json:"-"`
 }
 
 // HelmOptions are the settings of a Helm release rendered from Git.

@@ -55,12 +55,19 @@ func RenderWith(fsys fs.FS, dir string, src Source, opts RenderOptions) ([]*Obje
 // with them. Objects of a kustomization or chart that fails are missing.
 // An error that is not a *RenderError or RenderErrors (a bad age key, a bad
 // variable name) comes with no objects.
-func RenderAll(fsys fs.FS, dir string, src Source, opts RenderOptions) ([]*Object, error) {
+func RenderAll(fsys fs.FS, dir string, src Source, opts RenderOptions) (objs []*Object, err error) {
 	r, err := newRenderer(fsys, src, opts)
 	if err != nil {
 		return nil, err
 	}
-	objs := r.render(cleanDir(dir))
+	// A bug that panics on some input fails this render, not the process
+	// that renders every Guard.
+	defer func() {
+		if v := recover(); v != nil {
+			objs, err = nil, &RenderError{Path: cleanDir(dir), Err: fmt.Errorf("render failed: %v", v)}
+		}
+	}()
+	objs = r.render(cleanDir(dir))
 	if opts.substitute() {
 		objs = r.substituteAll(objs)
 	}
@@ -170,12 +177,7 @@ func (r *renderer) renderFile(p string) []*Object {
 		r.fail(err)
 		return nil
 	}
-	var docs []document
-	if manifestFormat(p) == "json" {
-		docs, err = decodeJSON(data)
-	} else {
-		docs, err = decodeYAML(data)
-	}
+	docs, err := r.decode(p, data)
 	if err != nil {
 		if encLines != nil {
 			// A line of the decrypted text points nowhere in Git.

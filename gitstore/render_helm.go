@@ -44,77 +44,121 @@ func isChart(fsys fs.FS, dir string) bool {
 // objects, except test hooks. Objects that name no namespace and are not
 // known to be cluster-scoped get the release namespace, where helm install
 // would put them.
+//
+// The guard reads the chart's files and values files (within the limits,
+// decrypted); Helm loads, checks and renders them in a process of its own
+// (helm_child.go), bounded in time, memory and output, so that a template
+// that loops, recurses or allocates without end costs that process, not
+// the guard.
 func (r *renderer) helm(dir string) []*Object {
-	chartYAML := path.Join(dir, chartFile)
-	chrt, err := r.loadChart(dir)
+	job, err := r.helmJob(dir)
 	if err != nil {
 		r.fail(err)
 		return nil
 	}
-	vals, err := r.helmValues(dir)
+	res, err := runHelm(job, r.lim)
 	if err != nil {
-		r.fail(err)
+		r.fail(&RenderError{Path: path.Join(dir, chartFile), Err: err})
 		return nil
+	}
+	if len(res.Problems) > 0 {
+		for _, p := range res.Problems {
+			r.fail(p.renderError())
+		}
+		return nil
+	}
+	var objs []*Object
+	for _, crd := range res.CRDs {
+		objs = append(objs, r.helmCRDs(dir, crd.Name, crd.Data)...)
+	}
+	for _, m := range res.Manifests {
+		objs = append(objs, r.helmDocument(dir, m.Name, m.Content)...)
+	}
+	r.defaultNamespace(objs, job.Namespace)
+	return objs
+}
+
+// renderChart loads, checks and renders the chart of job: the part of
+// helm that runs in the child process. Problems with the chart are in the
+// result; they name the chart's file and line where Helm's message does.
+func renderChart(job *helmJob) *helmResult {
+	res := &helmResult{}
+	fail := func(err error) *helmResult {
+		res.Problems = append(res.Problems, problemOf(job.Dir, err))
+		return res
+	}
+	dir := job.Dir
+	chartYAML := path.Join(dir, chartFile)
+	chrt, err := loadChartFiles(dir, job.Files)
+	if err != nil {
+		return fail(err)
+	}
+	vals, err := job.values()
+	if err != nil {
+		return fail(err)
 	}
 	if t := chrt.Metadata.Type; t != "" && t != "application" {
-		r.fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("%s charts are not installable", t)})
-		return nil
+		return fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("%s charts are not installable", t)})
 	}
 	if missing := missingDependencies(chrt); len(missing) > 0 {
-		r.fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("dependencies %s are not in charts/; vendor them (helm dependency build) and commit them: the guard downloads nothing", strings.Join(missing, ", "))})
-		return nil
+		return fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("dependencies %s are not in charts/; vendor them (helm dependency build) and commit them: the guard downloads nothing", strings.Join(missing, ", "))})
 	}
-	name, ns := r.opts.Helm.releaseName(), r.opts.Helm.namespace()
+	name, ns := job.Release, job.Namespace
 	if err := chartutil.ValidateReleaseName(name); err != nil {
-		r.fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("release name %q: %w", name, err)})
-		return nil
+		return fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("release name %q: %w", name, err)})
 	}
 	if err := chartutil.ProcessDependencies(chrt, vals); err != nil {
-		r.fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("chart dependencies: %w", err)})
-		return nil
+		return fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("chart dependencies: %w", err)})
 	}
 	caps := common.DefaultCapabilities.Copy()
 	if kv := chrt.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
-		r.fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("chart requires kubeVersion %s, which is incompatible with Kubernetes %s", kv, caps.KubeVersion.Version)})
-		return nil
+		return fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("chart requires kubeVersion %s, which is incompatible with Kubernetes %s", kv, caps.KubeVersion.Version)})
 	}
+	// Helm's own schema validation loads what a schema refers to, from
+	// the network and the disk: validateValuesSchemas loads nothing.
 	values, err := chartcommonutil.ToRenderValuesWithSchemaValidation(chrt, vals,
-		common.ReleaseOptions{Name: name, Namespace: ns, Revision: 1, IsInstall: true}, caps, false)
+		common.ReleaseOptions{Name: name, Namespace: ns, Revision: 1, IsInstall: true}, caps, true)
 	if err != nil {
-		r.fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("values: %w", err)})
-		return nil
+		return fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("values: %w", err)})
 	}
+	coalesced, _ := values["Values"].(common.Values)
+	if err := validateValuesSchemas(dir, chrt, coalesced); err != nil {
+		return fail(err)
+	}
+	// The zero Engine has no cluster to look up (lookup answers nothing)
+	// and no DNS (getHostByName answers "").
 	var e engine.Engine
 	files, err := e.RenderWithContext(context.Background(), chrt, values)
 	if err != nil {
-		r.fail(helmError(dir, err))
-		return nil
+		return fail(helmError(dir, err))
 	}
-	for f := range files {
+	var size int64
+	for f, content := range files {
 		if strings.HasSuffix(f, "/NOTES.txt") {
 			delete(files, f)
+			continue
 		}
+		size += int64(len(content))
+	}
+	if size > job.MaxOutputBytes {
+		return fail(&RenderError{Path: chartYAML, Err: helmOutputError(job.MaxOutputBytes)})
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
-		r.fail(helmError(dir, err))
-		return nil
+		return fail(helmError(dir, err))
 	}
-
-	var objs []*Object
 	for _, crd := range chrt.CRDObjects() {
-		objs = append(objs, r.helmCRDs(dir, crd.Filename, crd.File.Data)...)
+		res.CRDs = append(res.CRDs, helmFile{Name: crd.Filename, Data: crd.File.Data})
 	}
 	for _, m := range manifests {
-		objs = append(objs, r.helmDocument(dir, m.Name, m.Content)...)
+		res.Manifests = append(res.Manifests, helmManifest{Name: m.Name, Content: m.Content})
 	}
 	for _, h := range hooks {
 		if !isTestHook(h) {
-			objs = append(objs, r.helmDocument(dir, h.Path, h.Manifest)...)
+			res.Manifests = append(res.Manifests, helmManifest{Name: h.Path, Content: h.Manifest})
 		}
 	}
-	r.defaultNamespace(objs, ns)
-	return objs
+	return res
 }
 
 func isTestHook(h *release.Hook) bool {
@@ -142,18 +186,28 @@ func missingDependencies(chrt *chart.Chart) []string {
 	return missing
 }
 
-// loadChart loads the chart in dir, and its subcharts in charts/ (folders
-// or .tgz archives), minding .helmignore, as helm's directory loader does.
-func (r *renderer) loadChart(dir string) (*chart.Chart, error) {
+// helmJob reads what rendering the chart in dir needs: its files (and
+// those of its subcharts in charts/, folders or .tgz archives), minding
+// .helmignore as helm's directory loader does, and the values files, each
+// within the limits, SOPS-encrypted values decrypted. YAML and JSON files
+// that Helm parses (values, Chart.yaml, the schema; not templates) are
+// checked against the decoding limits first.
+func (r *renderer) helmJob(dir string) (*helmJob, error) {
+	job := &helmJob{Dir: dir, Release: r.opts.Helm.releaseName(), Namespace: r.opts.Helm.namespace(),
+		Values: r.opts.Helm.Values, MaxOutputBytes: r.lim.HelmMaxOutputBytes}
 	rules := ignore.Empty()
-	if data, err := fs.ReadFile(r.fsys, path.Join(dir, ignore.HelmIgnore)); err == nil {
+	ignoreFile := path.Join(dir, ignore.HelmIgnore)
+	if _, err := fs.Stat(r.fsys, ignoreFile); err == nil {
+		data, err := r.read(ignoreFile)
+		if err != nil {
+			return nil, err
+		}
 		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
-			return nil, &RenderError{Path: path.Join(dir, ignore.HelmIgnore), Err: err}
+			return nil, &RenderError{Path: ignoreFile, Err: err}
 		}
 	}
 	rules.AddDefaults()
 
-	var files []*archive.BufferedFile
 	var total int64
 	err := fs.WalkDir(r.fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -183,7 +237,7 @@ func (r *renderer) loadChart(dir string) (*chart.Chart, error) {
 		if rel == "values.yaml" {
 			data, err = r.readFile(p)
 		} else {
-			data, err = fs.ReadFile(r.fsys, p)
+			data, err = r.read(p)
 		}
 		if err != nil {
 			return err
@@ -192,7 +246,12 @@ func (r *renderer) loadChart(dir string) (*chart.Chart, error) {
 		if total > archive.MaxDecompressedChartSize {
 			return &RenderError{Path: dir, Err: fmt.Errorf("chart is larger than %d bytes", archive.MaxDecompressedChartSize)}
 		}
-		files = append(files, &archive.BufferedFile{Name: rel, Data: data})
+		if parsedByHelm(rel) {
+			if err := r.checkDecode(p, data); err != nil {
+				return err
+			}
+		}
+		job.Files = append(job.Files, helmFile{Name: rel, Data: data})
 		return nil
 	})
 	if err != nil {
@@ -202,7 +261,46 @@ func (r *renderer) loadChart(dir string) (*chart.Chart, error) {
 		}
 		return nil, &RenderError{Path: dir, Err: err}
 	}
-	chrt, err := loader.LoadFiles(files)
+	for _, f := range r.opts.Helm.ValuesFiles {
+		p := cleanDir(path.Join(dir, f))
+		if strings.HasPrefix(path.Join(dir, f), "..") {
+			return nil, &RenderError{Path: f, Err: errors.New("values file is outside the repository")}
+		}
+		data, err := r.readFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.checkDecode(p, data); err != nil {
+			return nil, err
+		}
+		job.ValuesFiles = append(job.ValuesFiles, helmFile{Name: p, Data: data})
+	}
+	return job, nil
+}
+
+// parsedByHelm reports whether Helm parses the chart file rel (relative
+// to the chart) as YAML or JSON when it loads the chart: everything but
+// templates and CRDs (which the guard decodes itself, within the limits).
+func parsedByHelm(rel string) bool {
+	if manifestFormat(rel) == "" {
+		return false
+	}
+	for _, part := range strings.Split(path.Dir(rel), "/") {
+		if part == "templates" || part == "crds" {
+			return false
+		}
+	}
+	return true
+}
+
+// loadChartFiles loads the chart in dir from its files; a file that does
+// not parse is named, with its line.
+func loadChartFiles(dir string, files []helmFile) (*chart.Chart, error) {
+	buffered := make([]*archive.BufferedFile, len(files))
+	for i, f := range files {
+		buffered[i] = &archive.BufferedFile{Name: f.Name, Data: f.Data}
+	}
+	chrt, err := loader.LoadFiles(buffered)
 	if err != nil {
 		re := &RenderError{Path: path.Join(dir, chartFile), Err: fmt.Errorf("load chart: %w", err)}
 		// "cannot load values.yaml: ... yaml: line 3: ..."
@@ -218,29 +316,21 @@ func (r *renderer) loadChart(dir string) (*chart.Chart, error) {
 	return chrt, nil
 }
 
-// helmValues merges the values files and the inline values, in order; the
+// values merges the values files and the inline values, in order; the
 // chart's values.yaml is merged under them by helm.
-func (r *renderer) helmValues(dir string) (map[string]any, error) {
+func (job *helmJob) values() (map[string]any, error) {
 	vals := map[string]any{}
-	for _, f := range r.opts.Helm.ValuesFiles {
-		p := cleanDir(path.Join(dir, f))
-		if strings.HasPrefix(path.Join(dir, f), "..") {
-			return nil, &RenderError{Path: f, Err: errors.New("values file is outside the repository")}
-		}
-		data, err := r.readFile(p)
+	for _, f := range job.ValuesFiles {
+		cur, err := loader.LoadValues(bytes.NewReader(f.Data))
 		if err != nil {
-			return nil, err
-		}
-		cur, err := loader.LoadValues(bytes.NewReader(data))
-		if err != nil {
-			return nil, fileError(p, yamlLineOf(err))
+			return nil, fileError(f.Name, yamlLineOf(err))
 		}
 		vals = loader.MergeMaps(vals, cur)
 	}
-	if len(r.opts.Helm.Values) > 0 && string(r.opts.Helm.Values) != "null" {
+	if len(job.Values) > 0 && string(job.Values) != "null" {
 		var inline map[string]any
-		if err := json.Unmarshal(r.opts.Helm.Values, &inline); err != nil {
-			return nil, &RenderError{Path: dir, Err: fmt.Errorf("helm values: %w", err)}
+		if err := json.Unmarshal(job.Values, &inline); err != nil {
+			return nil, &RenderError{Path: job.Dir, Err: fmt.Errorf("helm values: %w", err)}
 		}
 		vals = loader.MergeMaps(vals, inline)
 	}
@@ -298,7 +388,7 @@ func chartPath(dir, name string) string {
 // can make many output lines.
 func (r *renderer) helmDocument(dir, name, content string) []*Object {
 	where := chartPath(dir, name)
-	docs, err := decodeYAML([]byte(content))
+	docs, err := decodeYAML([]byte(content), r.lim)
 	if err != nil {
 		r.fail(&RenderError{Path: where, Err: fmt.Errorf("rendered template does not parse: %w", err)})
 		return nil
@@ -326,7 +416,7 @@ func (r *renderer) helmDocument(dir, name, content string) []*Object {
 // objects keep their lines.
 func (r *renderer) helmCRDs(dir, name string, data []byte) []*Object {
 	where := chartPath(dir, name)
-	docs, err := decodeYAML(data)
+	docs, err := decodeYAML(data, r.lim)
 	if err != nil {
 		r.fail(fileError(where, err))
 		return nil

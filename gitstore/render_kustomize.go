@@ -35,56 +35,6 @@ func kustomizationFile(fsys fs.FS, dir string) string {
 	return ""
 }
 
-// kustomizeFS is the repository tree copied into Kustomize's in-memory
-// file system (below /), with SOPS-encrypted files decrypted where the
-// keys allow. Kustomize reads nothing else: no disk, no network.
-type kustomizeFS struct {
-	mem filesys.FileSystem
-	// undecrypted holds, by repository path, why an encrypted file could
-	// not be decrypted; it stays encrypted in mem, and only an object that
-	// comes from it is an error.
-	undecrypted map[string]error
-}
-
-// kustomizeTree copies the tree into memory once per render.
-func (r *renderer) kustomizeTree() (*kustomizeFS, error) {
-	if r.kfs != nil {
-		return r.kfs, nil
-	}
-	k := &kustomizeFS{mem: filesys.MakeFsInMemory(), undecrypted: map[string]error{}}
-	err := fs.WalkDir(r.fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return &RenderError{Path: p, Err: unwrapPathError(err)}
-		}
-		if d.IsDir() {
-			if p != "." && d.Name() == ".git" {
-				return fs.SkipDir
-			}
-			return k.mem.MkdirAll("/" + p)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := fs.ReadFile(r.fsys, p)
-		if err != nil {
-			return &RenderError{Path: p, Err: fmt.Errorf("read: %w", unwrapPathError(err))}
-		}
-		if manifestFormat(p) != "" && isSOPS(p, data) {
-			if plain, err := r.keys.decrypt(p, data); err == nil {
-				data = plain
-			} else {
-				k.undecrypted[p] = err
-			}
-		}
-		return k.mem.WriteFile("/"+p, data)
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.kfs = k
-	return k, nil
-}
-
 // kustomize builds the kustomization in dir (kfile is its file) with
 // krusty, as `kustomize build` does. Our copy of Kustomize
 // (third_party/kustomize-api) cannot fetch a remote file, clone a remote
@@ -95,8 +45,13 @@ func (r *renderer) kustomize(dir, kfile string) []*Object {
 		r.fail(err)
 		return nil
 	}
-	userOrigins, err := requestOrigins(kfs.mem, kfile)
-	if err != nil {
+	userOrigins, err := requestOrigins(kfs, kfile)
+	var re *RenderError
+	switch {
+	case errors.As(err, &re):
+		r.fail(re) // beyond a limit, or unreadable
+		return nil
+	case err != nil:
 		r.fail(&RenderError{Path: kfile, Err: err})
 		return nil
 	}
@@ -108,8 +63,13 @@ func (r *renderer) kustomize(dir, kfile string) []*Object {
 		LoadRestrictions: types.LoadRestrictionsNone,
 		PluginConfig:     types.DisabledPluginConfig(),
 	}
-	rm, err := krusty.MakeKustomizer(opts).Run(kfs.mem, "/"+dir)
-	if err != nil {
+	rm, err := kfs.build(opts, dir)
+	var limit *RenderError
+	switch {
+	case errors.As(err, &limit):
+		r.fail(limit) // a file beyond a limit, or that cannot be read
+		return nil
+	case err != nil:
 		r.fail(r.kustomizeError(dir, kfile, err))
 		return nil
 	}
@@ -261,14 +221,8 @@ func (r *renderer) lineOf(p, kind, name string) int {
 	}
 	docs, ok := r.fileDocs[p]
 	if !ok {
-		data, err := fs.ReadFile(r.fsys, p)
-		if err == nil {
-			var decoded []document
-			if manifestFormat(p) == "json" {
-				decoded, _ = decodeJSON(data)
-			} else {
-				decoded, _ = decodeYAML(data)
-			}
+		if data, ok := r.kfs.linesSource(p); ok {
+			decoded, _ := r.decode(p, data)
 			for _, d := range decoded {
 				m, _ := d.value.(map[string]any)
 				md, _ := m["metadata"].(map[string]any)

@@ -94,3 +94,77 @@ func TestKustomizeNeverFetches(t *testing.T) {
 		t.Errorf("the server received %d requests, want 0", n)
 	}
 }
+
+// TestHelmNeverFetches renders charts that ask for the network or the
+// guard's disk in every way Helm offers: a values schema that refers to a
+// URL or a local file, lookup, getHostByName, a dependency from a
+// repository. The render reads nothing and fetches nothing.
+func TestHelmNeverFetches(t *testing.T) {
+	u, hits := fetchCounter(t)
+	chart := func(kv ...string) map[string]string {
+		m := map[string]string{
+			"c/Chart.yaml":  "apiVersion: v2\nname: c\nversion: 1.0.0\n",
+			"c/values.yaml": "replicas: 1\n",
+			"c/templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm
+data:
+  secret: {{ (lookup "v1" "Secret" "kube-system" "bootstrap-token") | toJson | quote }}
+  host: {{ getHostByName "kubernetes.default.svc" | quote }}
+`,
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name     string
+		repo     map[string]string
+		wantPath string
+		wantErr  string // "" renders
+	}{
+		{"lookup and getHostByName answer nothing", chart(), "", ""},
+		{"schema $ref over http", chart("c/values.schema.json", `{"type": "object", "properties": {"replicas": {"$ref": "`+u+`/schema.json"}}}`), "c/values.schema.json", u + "/schema.json"},
+		{"schema $ref to a file of the guard", chart("c/values.schema.json", `{"type": "object", "properties": {"replicas": {"$ref": "file:///etc/hostname"}}}`), "c/values.schema.json", "file:///etc/hostname"},
+		{"schema $ref relative to the schema", chart("c/values.schema.json", `{"type": "object", "properties": {"replicas": {"$ref": "other.json"}}}`), "c/values.schema.json", "other.json"},
+		{"schema $id over http", chart("c/values.schema.json", `{"$id": "`+u+`/base.json", "type": "object", "properties": {"replicas": {"$ref": "defs.json#/x"}}}`), "c/values.schema.json", u + "/defs.json"},
+		{"schema of a subchart", chart("c/charts/sub/Chart.yaml", "apiVersion: v2\nname: sub\nversion: 1.0.0\n", "c/charts/sub/values.yaml", "x: 1\n", "c/charts/sub/values.schema.json", `{"properties": {"x": {"$ref": "`+u+`/sub.json"}}}`), "c/charts/sub/values.schema.json", u + "/sub.json"},
+		{"schema meta-schema named by URL", chart("c/values.schema.json", `{"$schema": "https://json-schema.org/draft-07/schema#", "type": "object", "properties": {"replicas": {"type": "integer"}}}`), "", ""},
+		{"dependency from a repository", chart("c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\ndependencies:\n- name: sub\n  version: 1.0.0\n  repository: "+u+"/charts\n"), "c/Chart.yaml", "not in charts/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := files()
+			for p, c := range tt.repo {
+				fsys[p] = files(p, c)[p]
+			}
+			objs, err := Render(fsys, "c", Source{})
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				data := objs[0].Obj().Object["data"].(map[string]any)
+				if data["secret"] != "{}" || data["host"] != "" {
+					t.Errorf("lookup and getHostByName gave %v, want nothing", data)
+				}
+				return
+			}
+			t.Log(err)
+			var re *RenderError
+			if !errors.As(err, &re) || re.Path != tt.wantPath {
+				t.Fatalf("err = %v, want a RenderError naming %s", err, tt.wantPath)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %q, want it to name %s", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "invalid character") {
+				t.Errorf("err = %q: the schema's reference was read", err)
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server received %d requests, want 0", n)
+	}
+}

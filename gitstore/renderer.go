@@ -2,6 +2,8 @@ package gitstore
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"path"
 )
@@ -18,6 +20,10 @@ type renderer struct {
 	src  Source
 	opts RenderOptions
 	keys ageKeys
+	lim  Limits // opts.Limits with the process's and the defaults
+
+	total     int64 // bytes read so far
+	overTotal bool  // the total went beyond lim.MaxTotalBytes (reported once)
 
 	errs    []*RenderError
 	dropped int
@@ -36,7 +42,71 @@ func newRenderer(fsys fs.FS, src Source, opts RenderOptions) (*renderer, error) 
 			return nil, err
 		}
 	}
-	return &renderer{fsys: fsys, src: src, opts: opts, keys: keys}, nil
+	return &renderer{fsys: fsys, src: src, opts: opts, keys: keys, lim: opts.Limits.effective()}, nil
+}
+
+// read reads file p of the tree within the limits: the file's size and
+// the bytes of the whole render. Errors are a *RenderError naming p.
+func (r *renderer) read(p string) ([]byte, error) {
+	if r.overTotal {
+		return nil, errOverTotal
+	}
+	f, err := r.fsys.Open(p)
+	if err != nil {
+		return nil, &RenderError{Path: p, Err: fmt.Errorf("read: %w", unwrapPathError(err))}
+	}
+	defer func() { _ = f.Close() }()
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > r.lim.MaxFileBytes {
+		return nil, &RenderError{Path: p, Err: fileSizeError(r.lim.MaxFileBytes)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, r.lim.MaxFileBytes+1))
+	if err != nil {
+		return nil, &RenderError{Path: p, Err: fmt.Errorf("read: %w", unwrapPathError(err))}
+	}
+	if int64(len(data)) > r.lim.MaxFileBytes {
+		return nil, &RenderError{Path: p, Err: fileSizeError(r.lim.MaxFileBytes)}
+	}
+	if err := r.count(p, len(data)); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// count adds n bytes read from p to the render's total.
+func (r *renderer) count(p string, n int) error {
+	if r.overTotal {
+		return errOverTotal
+	}
+	if r.total += int64(n); r.total > r.lim.MaxTotalBytes {
+		r.overTotal = true
+		return &RenderError{Path: p, Err: totalSizeError(r.lim.MaxTotalBytes)}
+	}
+	return nil
+}
+
+// errOverTotal is the error of every read after the render went beyond
+// its total: fail drops it, the first read's error said it.
+var errOverTotal = &RenderError{Path: ".", Err: errors.New("the render read too much")}
+
+// decode decodes file p (YAML, or JSON by its name) within the limits.
+func (r *renderer) decode(p string, data []byte) ([]document, error) {
+	if manifestFormat(p) == "json" {
+		return decodeJSON(data, r.lim)
+	}
+	return decodeYAML(data, r.lim)
+}
+
+// checkDecode reports a *RenderError when file p, decoded as YAML (JSON is
+// YAML), goes beyond the render's decoding limits. A file that does not
+// parse is no error here: it is left to whoever reads it (a Helm values
+// file, a file of a ConfigMap generator may be anything).
+func (r *renderer) checkDecode(p string, data []byte) error {
+	_, err := decodeYAML(data, r.lim)
+	var le *LimitError
+	if err != nil && errors.As(err, &le) {
+		return fileError(p, err)
+	}
+	return nil
 }
 
 // fail records a problem; err is a *RenderError or RenderErrors, anything
@@ -51,6 +121,9 @@ func (r *renderer) fail(err error) {
 		}
 		return
 	case errors.As(err, &one):
+		if one == errOverTotal {
+			return
+		}
 	default:
 		one = &RenderError{Path: ".", Err: err}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"regexp"
 
 	"filippo.io/age"
@@ -60,23 +59,18 @@ func isSOPS(p string, data []byte) bool {
 // SOPS-encrypted; encLines are then the lines where the documents of the
 // encrypted file start. Errors are a *RenderError naming p.
 func (r *renderer) readManifest(p string) (data []byte, encLines []int, err error) {
-	data, err = fs.ReadFile(r.fsys, p)
+	data, err = r.read(p)
 	if err != nil {
-		return nil, nil, &RenderError{Path: p, Err: fmt.Errorf("read: %w", unwrapPathError(err))}
+		return nil, nil, err
 	}
 	if !isSOPS(p, data) {
 		return data, nil, nil
 	}
-	plain, err := r.keys.decrypt(p, data)
+	plain, err := r.keys.decrypt(p, data, r.lim)
 	if err != nil {
 		return nil, nil, &RenderError{Path: p, Err: err}
 	}
-	var docs []document
-	if manifestFormat(p) == "json" {
-		docs, _ = decodeJSON(data)
-	} else {
-		docs, _ = decodeYAML(data)
-	}
+	docs, _ := r.decode(p, data)
 	encLines = make([]int, len(docs))
 	for i, d := range docs {
 		encLines[i] = d.line
@@ -87,14 +81,14 @@ func (r *renderer) readManifest(p string) (data []byte, encLines []int, err erro
 // readFile reads any file of the tree (a Helm values file), decrypting it
 // when it is SOPS-encrypted YAML or JSON.
 func (r *renderer) readFile(p string) ([]byte, error) {
-	data, err := fs.ReadFile(r.fsys, p)
+	data, err := r.read(p)
 	if err != nil {
-		return nil, &RenderError{Path: p, Err: fmt.Errorf("read: %w", unwrapPathError(err))}
+		return nil, err
 	}
 	if manifestFormat(p) == "" || !isSOPS(p, data) {
 		return data, nil
 	}
-	plain, err := r.keys.decrypt(p, data)
+	plain, err := r.keys.decrypt(p, data, r.lim)
 	if err != nil {
 		return nil, &RenderError{Path: p, Err: err}
 	}
@@ -105,7 +99,7 @@ func (r *renderer) readFile(p string) ([]byte, error) {
 // and verifies its MAC (package sopsfile). Errors say why (no key, no
 // matching key, a MAC that does not match) and never hold a value of the
 // file.
-func (k ageKeys) decrypt(p string, data []byte) ([]byte, error) {
+func (k ageKeys) decrypt(p string, data []byte, lim Limits) ([]byte, error) {
 	if len(k.ids) == 0 {
 		return nil, errors.New("the file is SOPS-encrypted and no age key is given (spec.decryption)")
 	}
@@ -113,5 +107,15 @@ func (k ageKeys) decrypt(p string, data []byte) ([]byte, error) {
 	if manifestFormat(p) == "json" {
 		format = sopsfile.JSON
 	}
-	return sopsfile.Decrypt(data, format, k.ids)
+	plain, err := sopsfile.DecryptWithin(data, format, k.ids, sopsfile.Limits{MaxDepth: lim.MaxDepth, MaxDecodedBytes: lim.MaxDecodedBytes})
+	var le *sopsfile.LimitError
+	if errors.As(err, &le) {
+		switch le.Limit {
+		case sopsfile.LimitDepth:
+			return nil, fmt.Errorf("%s: %w", le.Where, depthError(lim.MaxDepth))
+		case sopsfile.LimitDecodedBytes:
+			return nil, fmt.Errorf("%s: %w", le.Where, decodedError(lim.MaxDecodedBytes))
+		}
+	}
+	return plain, err
 }

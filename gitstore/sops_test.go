@@ -98,7 +98,7 @@ func TestRenderSOPS(t *testing.T) {
 
 // docLine returns the line where document n (1-based) of a YAML stream starts.
 func docLine(s string, n int) int {
-	docs, err := decodeYAML([]byte(s))
+	docs, err := decodeYAML([]byte(s), DefaultLimits())
 	if err != nil || len(docs) < n {
 		return -1
 	}

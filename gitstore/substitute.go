@@ -67,6 +67,11 @@ func (r *renderer) substitute(o *Object) error {
 		}
 		return fmt.Errorf("variables %s are not set and have no default", strings.Join(missing, ", "))
 	}
+	// A variable named many times is written as many times: the object's
+	// text after substitution is bounded before it is made.
+	if size := int64(len(text)) + r.substitutedSize(tree.Root); size > r.lim.MaxDecodedBytes {
+		return fmt.Errorf("substitute variables: %w", decodedError(r.lim.MaxDecodedBytes))
+	}
 	done, err := envsubst.Eval(string(text), func(name string) (string, bool) {
 		v, ok := r.opts.Vars[name]
 		return v, ok
@@ -77,7 +82,7 @@ func (r *renderer) substitute(o *Object) error {
 	if done == string(text) {
 		return nil
 	}
-	docs, err := decodeYAML([]byte(done))
+	docs, err := decodeYAML([]byte(done), r.lim)
 	if err != nil {
 		return fmt.Errorf("after substituting variables the object is not valid YAML (quote values that hold YAML syntax): %w", err)
 	}
@@ -93,6 +98,24 @@ func (r *renderer) substitute(o *Object) error {
 	}
 	o.SetObj(&unstructured.Unstructured{Object: m})
 	return nil
+}
+
+// substitutedSize is the bytes the variables n reads add when they are
+// substituted (each value once per reference).
+func (r *renderer) substitutedSize(n parse.Node) int64 {
+	var size int64
+	switch n := n.(type) {
+	case *parse.ListNode:
+		for _, c := range n.Nodes {
+			size += r.substitutedSize(c)
+		}
+	case *parse.FuncNode:
+		for _, c := range n.Args {
+			size += r.substitutedSize(c)
+		}
+		size += int64(len(r.opts.Vars[n.Param]))
+	}
+	return size
 }
 
 // missingVars returns, sorted and once each, the variables n reads that

@@ -47,24 +47,99 @@ func (e *NotAgeError) Error() string {
 	return fmt.Sprintf("SOPS-encrypted for %s only; driftguard decrypts with age keys", strings.Join(e.KeyTypes, ", "))
 }
 
+// Limits bound what decrypting one file may cost; a zero field takes
+// DefaultLimits'.
+type Limits struct {
+	// MaxDepth bounds the nesting of mappings and lists (objects and
+	// arrays) of the file.
+	MaxDepth int
+	// MaxDecodedBytes bounds the text of the file's keys and values,
+	// aliases expanded.
+	MaxDecodedBytes int64
+}
+
+// DefaultLimits are the limits of Decrypt.
+var DefaultLimits = Limits{MaxDepth: 100, MaxDecodedBytes: 64 << 20}
+
+// Limit names a limit of Limits.
+type Limit int
+
+const (
+	LimitDepth Limit = iota + 1
+	LimitDecodedBytes
+)
+
+// LimitError is a file that goes beyond one of its Limits.
+type LimitError struct {
+	Limit Limit
+	Where string // "line 7"
+	Max   int64
+}
+
+func (e *LimitError) Error() string {
+	if e.Limit == LimitDepth {
+		return fmt.Sprintf("%s: nested deeper than %d levels", e.Where, e.Max)
+	}
+	return fmt.Sprintf("%s: the file decodes to more than %d bytes of text", e.Where, e.Max)
+}
+
+// limits counts what a file costs while it is read.
+type limits struct {
+	Limits
+	depth int
+	text  int64
+}
+
+// enter opens a mapping or list at line.
+func (l *limits) enter(line int) error {
+	if l.depth++; l.depth > l.MaxDepth {
+		return &LimitError{Limit: LimitDepth, Where: fmt.Sprintf("line %d", line), Max: int64(l.MaxDepth)}
+	}
+	return nil
+}
+
+func (l *limits) leave() { l.depth-- }
+
+// addText counts text decoded at line.
+func (l *limits) addText(line, n int) error {
+	if l.text += int64(n); l.text > l.MaxDecodedBytes {
+		return &LimitError{Limit: LimitDecodedBytes, Where: fmt.Sprintf("line %d", line), Max: l.MaxDecodedBytes}
+	}
+	return nil
+}
+
 // Decrypt decrypts a SOPS-encrypted file with the first of its age
 // recipients one of ids opens, verifies its MAC and returns the plain file
 // without its sops metadata: YAML documents in their order with their keys
 // in order, or the JSON object. Errors say why, naming keys and lines but
 // never a value: not a SOPS file, a *NotAgeError, a *NoMatchError,
-// ErrModified (a value or the MAC).
+// ErrModified (a value or the MAC), a *LimitError. DefaultLimits bound it.
 func Decrypt(data []byte, format Format, ids []age.Identity) ([]byte, error) {
+	return DecryptWithin(data, format, ids, Limits{})
+}
+
+// DecryptWithin is Decrypt within lim: a file nested deeper or decoding
+// to more text is a *LimitError (wrapped), found before anything is
+// decrypted.
+func DecryptWithin(data []byte, format Format, ids []age.Identity, lim Limits) ([]byte, error) {
 	type file interface {
 		trees() []*branch
 		emit() ([]byte, error)
 		metadata() any
 	}
+	if lim.MaxDepth <= 0 {
+		lim.MaxDepth = DefaultLimits.MaxDepth
+	}
+	if lim.MaxDecodedBytes <= 0 {
+		lim.MaxDecodedBytes = DefaultLimits.MaxDecodedBytes
+	}
+	l := &limits{Limits: lim}
 	var f file
 	var err error
 	if format == JSON {
-		f, err = loadJSON(data)
+		f, err = loadJSON(data, l)
 	} else {
-		f, err = loadYAML(data)
+		f, err = loadYAML(data, l)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("not a valid SOPS file: %w", err)

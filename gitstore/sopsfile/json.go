@@ -30,6 +30,7 @@ type jsonFile struct {
 	tree  *branch
 	meta  any
 	count int
+	lim   *limits
 	// line counting, for errors
 	lineOff int
 	line    int
@@ -38,8 +39,8 @@ type jsonFile struct {
 // loadJSON parses an encrypted JSON file into the tree sops builds of it
 // (its JSON store): numbers are ints when they are integers within int64,
 // floats otherwise. The top-level sops key is taken out.
-func loadJSON(data []byte) (*jsonFile, error) {
-	f := &jsonFile{data: data, dec: json.NewDecoder(bytes.NewReader(data)), line: 1}
+func loadJSON(data []byte, lim *limits) (*jsonFile, error) {
+	f := &jsonFile{data: data, dec: json.NewDecoder(bytes.NewReader(data)), line: 1, lim: lim}
 	f.dec.UseNumber()
 	tok, err := f.dec.Token()
 	if err != nil {
@@ -47,6 +48,9 @@ func loadJSON(data []byte) (*jsonFile, error) {
 	}
 	if tok != json.Delim('{') {
 		return nil, errors.New("not a JSON object; SOPS files are objects")
+	}
+	if err := f.lim.enter(1); err != nil {
+		return nil, err
 	}
 	f.root, f.tree, err = f.object()
 	if err != nil {
@@ -119,16 +123,24 @@ func (f *jsonFile) value(tok json.Token, line int) (*jsonValue, any, error) {
 	}
 	switch t := tok.(type) {
 	case json.Delim:
-		switch t {
-		case '{':
+		if t != '{' && t != '[' {
+			return nil, nil, fmt.Errorf("not valid JSON: line %d: unexpected %q", line, t)
+		}
+		if err := f.lim.enter(line); err != nil {
+			return nil, nil, err
+		}
+		defer f.lim.leave()
+		if t == '{' {
 			v, b, err := f.object()
 			return v, b, err
-		case '[':
-			return f.array()
 		}
-		return nil, nil, fmt.Errorf("not valid JSON: line %d: unexpected %q", line, t)
+		return f.array()
 	case nil:
 		return &jsonValue{}, nil, nil
+	case string:
+		if err := f.lim.addText(line, len(t)); err != nil {
+			return nil, nil, err
+		}
 	}
 	v := &jsonValue{tok: tok}
 	plain := tok
@@ -165,6 +177,9 @@ func (f *jsonFile) object() (*jsonValue, *branch, error) {
 		key, ok := tok.(string)
 		if !ok {
 			return nil, nil, fmt.Errorf("not valid JSON: line %d: an object key that is not a string", line)
+		}
+		if err := f.lim.addText(line, len(key)); err != nil {
+			return nil, nil, err
 		}
 		tok, line, err = f.next()
 		if err != nil {

@@ -17,6 +17,7 @@ type yamlFile struct {
 	branches []*branch
 	meta     any // the sops key of the first document, decoded
 	count    int
+	lim      *limits
 
 	// comments holds the decrypted comment lines, applied once the walk
 	// is done; listComments the list elements that decrypted to comments
@@ -53,8 +54,8 @@ func (f commentField) of(n *yaml.Node) *string {
 // loadYAML parses an encrypted YAML stream into the tree sops builds of it
 // (its YAML store): each document a branch, comments as items, aliases
 // expanded. The top-level sops keys are taken out.
-func loadYAML(data []byte) (*yamlFile, error) {
-	f := &yamlFile{comments: map[commentRef]string{}, listComments: map[*yaml.Node]string{}}
+func loadYAML(data []byte, lim *limits) (*yamlFile, error) {
+	f := &yamlFile{comments: map[commentRef]string{}, listComments: map[*yaml.Node]string{}, lim: lim}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		doc := &yaml.Node{}
@@ -197,6 +198,10 @@ func (f *yamlFile) appendBranch(n *yaml.Node, items []item, handled bool) ([]ite
 	case yaml.SequenceNode:
 		return nil, fmt.Errorf("line %d: a YAML document that is a list; SOPS files are mappings", n.Line)
 	case yaml.MappingNode:
+		if err := f.lim.enter(n.Line); err != nil {
+			return nil, err
+		}
+		defer f.lim.leave()
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			items = f.commentItems(items, k, headComment)
@@ -208,6 +213,9 @@ func (f *yamlFile) appendBranch(n *yaml.Node, items []item, handled bool) ([]ite
 			}
 			key, err := yamlKey(k)
 			if err != nil {
+				return nil, err
+			}
+			if err := f.lim.addText(k.Line, len(key)); err != nil {
 				return nil, err
 			}
 			val, err := f.value(v, handle)
@@ -259,6 +267,10 @@ func (f *yamlFile) value(n *yaml.Node, handled bool) (any, error) {
 	}
 	switch n.Kind {
 	case yaml.SequenceNode:
+		if err := f.lim.enter(n.Line); err != nil {
+			return nil, err
+		}
+		defer f.lim.leave()
 		l := &list{}
 		if !handled {
 			l.elems = f.commentElems(l.elems, n, headComment)
@@ -288,6 +300,9 @@ func (f *yamlFile) value(n *yaml.Node, handled bool) (any, error) {
 		}
 		return &branch{items: items}, nil
 	case yaml.ScalarNode:
+		if err := f.lim.addText(n.Line, len(n.Value)); err != nil {
+			return nil, err
+		}
 		var v any
 		if n.ShortTag() == "!!str" {
 			v = n.Value
