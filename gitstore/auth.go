@@ -96,6 +96,9 @@ func (a *Auth) method(rawURL, tmpDir string) (transport.AuthMethod, error) {
 	}
 	switch ep.Protocol {
 	case "http", "https":
+		if err := a.checkPlainHTTP(ep); err != nil {
+			return nil, err
+		}
 		switch {
 		case a.hasSSH():
 			return nil, fmt.Errorf("an %s URL cannot use an SSH identity: use an ssh:// or git@host:org/repo URL, or give username/password or bearerToken", ep.Protocol)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,8 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/go-logr/logr"
+
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Request says what to fetch.
@@ -58,7 +59,12 @@ type FetchError struct {
 	Err error
 }
 
-func (e *FetchError) Error() string { return fmt.Sprintf("fetch %s: %v", redactURL(e.URL), e.Err) }
+// Error names the URL without credentials, and takes them out of every URL
+// the cause quotes (go-git's and net/http's errors quote what they were given).
+func (e *FetchError) Error() string {
+	return redact.Text(fmt.Sprintf("fetch %s: %v", redact.URL(e.URL), e.Err))
+}
+
 func (e *FetchError) Unwrap() error { return e.Err }
 
 // Fetcher fetches revisions with go-git into bare repositories below a
@@ -127,7 +133,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 		return "", nil, &FetchError{URL: req.URL, Err: explainAuth(err, auth)}
 	}
 	sha := hash.String()
-	log := f.log.WithValues("url", redactURL(req.URL), "ref", req.Ref, "path", dir, "revision", sha)
+	log := f.log.WithValues("url", redact.URL(req.URL), "ref", req.Ref, "path", dir, "revision", sha)
 	if rng != nil {
 		log = log.WithValues("semver", rng.text, "tag", refName.Short())
 	}
@@ -310,13 +316,4 @@ func (f *Fetcher) openCache(u string) (*git.Repository, error) {
 		return nil, fmt.Errorf("open cache %s: %w", dir, err)
 	}
 	return repo, nil
-}
-
-// redactURL hides the password of a URL with credentials.
-func redactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
-		return u
-	}
-	return p.Redacted()
 }

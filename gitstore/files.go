@@ -6,6 +6,8 @@ import (
 	"path"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Files returns the files below dir (recursively, hidden files and folders
@@ -16,11 +18,11 @@ func (f *Fetcher) Files(url, revision, dir string, match func(name string) bool)
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	if rr.repo == nil {
-		return nil, fmt.Errorf("read %s at %.7s: not fetched yet", redactURL(url), revision)
+		return nil, fmt.Errorf("read %s at %.7s: not fetched yet", redact.URL(url), revision)
 	}
 	commit, err := rr.repo.CommitObject(plumbing.NewHash(revision))
 	if err != nil {
-		return nil, fmt.Errorf("read %s at %.7s: %w", redactURL(url), revision, err)
+		return nil, fmt.Errorf("read %s at %.7s: %w", redact.URL(url), revision, err)
 	}
 	tree, err := commit.Tree()
 	if err != nil {

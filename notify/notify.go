@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Kinds of notifications.
@@ -46,7 +47,12 @@ type Notification struct {
 
 // Of returns the notification a record calls for, if any.
 func Of(r audit.Record) (Notification, bool) {
-	n := Notification{Guard: r.Guard, Time: r.Time, Source: r.Source}
+	n := Notification{Guard: r.Guard, Time: r.Time}
+	if r.Source != nil {
+		src := *r.Source
+		src.URL = redact.URL(src.URL) // the Logger did, unless r comes from elsewhere
+		n.Source = &src
+	}
 	if r.Object.Name != "" {
 		n.Object = r.Object.String()
 	}

@@ -296,7 +296,8 @@ func readDir(dir string) (map[string]string, error) {
 
 // Decide evaluates the loaded policy for in. It returns an error, naming the
 // policy revision, when the policy fails, yields no decision, several, or one
-// of the wrong shape; it does not panic.
+// of the wrong shape; it does not panic. The policy sees the URLs of in
+// without credentials (see withoutCredentials).
 func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
 	p := e.cur.Load()
 	if p == nil {
@@ -310,6 +311,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
 			d, err = Decision{}, fmt.Errorf("policy %s: evaluation panicked: %v", p.revision, r)
 		}
 	}()
+	in = withoutCredentials(in)
 	val, err := inputValue(&in)
 	if err != nil {
 		return Decision{}, fmt.Errorf("policy %s: convert input: %w", p.revision, err)

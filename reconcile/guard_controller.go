@@ -31,6 +31,7 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Fetcher is the part of gitstore.Fetcher the reconciler uses.
@@ -608,7 +609,7 @@ func (r *GuardReconciler) timeout(g *v1alpha1.Guard) time.Duration {
 // event records a Kubernetes Event on the Guard.
 func (r *GuardReconciler) event(g *v1alpha1.Guard, typ, reason, msg string) {
 	if r.Events != nil {
-		r.Events.Eventf(g, nil, typ, reason, "Reconcile", "%s", truncate(msg, 1000))
+		r.Events.Eventf(g, nil, typ, reason, "Reconcile", "%s", truncate(redact.Text(msg), 1000))
 	}
 }
 

@@ -49,6 +49,11 @@ func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNam
 		if req.Artifact.Credentials, err = Credentials(req.Kind, data, from); err != nil {
 			return req, fmt.Errorf("%s %s: %w", field, secretName(*ref, defaultNamespace), err)
 		}
+		if req.Kind == gitstore.SourceHelmRepository {
+			if err := req.Artifact.Credentials.CheckURL(req.URL, req.Artifact.Insecure, req.Artifact.Field); err != nil {
+				return req, fmt.Errorf("guard %s: %s %s: %w", g.Name, field, secretName(*ref, defaultNamespace), err)
+			}
+		}
 	}
 	if req.Render, err = RenderOptions(ctx, c, g, defaultNamespace); err != nil {
 		return req, &RenderSettingsError{Err: err}
@@ -211,6 +216,10 @@ func Auth(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamesp
 	auth, err := gitstore.AuthFromSecret(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", field, secretName(*git.SecretRef, defaultNamespace), err)
+	}
+	// Credentials never go over plain http://, to no host.
+	if err := auth.CheckURL(git.URL); err != nil {
+		return nil, fmt.Errorf("guard %s: %s %s: %w", g.Name, field, secretName(*git.SecretRef, defaultNamespace), err)
 	}
 	return auth, nil
 }

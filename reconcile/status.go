@@ -14,15 +14,18 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/redact"
 )
 
 func (r *GuardReconciler) stalled(g *v1alpha1.Guard, reason, msg string) {
+	msg = redact.Text(msg) // errors quote URLs, which may hold credentials
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 }
 
 func (r *GuardReconciler) notReady(g *v1alpha1.Guard, reason, msg string) {
+	msg = redact.Text(msg)
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionStalled)
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "RetryingAfterError", Message: msg})
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})

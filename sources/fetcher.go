@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Fetcher fetches every kind of source: Git with a gitstore.Fetcher, the
@@ -103,7 +104,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *git
 	if err != nil {
 		return "", nil, fetchError(req, err)
 	}
-	log := f.log.WithValues("kind", req.Kind, "url", req.URL, "revision", t.rev)
+	log := f.log.WithValues("kind", req.Kind, "url", redact.URL(req.URL), "revision", t.rev)
 	key := gitstore.RenderKeyOf(req)
 	if last := st.renders.Get(key); last != nil && last.Revision == t.rev {
 		log.V(2).Info("revision unchanged")
@@ -155,7 +156,7 @@ func (f *Fetcher) Files(url, revision, dir string, match func(name string) bool)
 	fsys, rev := st.content, st.rev
 	st.mu.Unlock()
 	if fsys == nil || rev != revision {
-		return nil, fmt.Errorf("read %s at %s: not fetched", url, gitstore.ShortRevision(revision))
+		return nil, fmt.Errorf("read %s at %s: not fetched", redact.URL(url), gitstore.ShortRevision(revision))
 	}
 	root := cleanDir(dir)
 	out := map[string]string{}

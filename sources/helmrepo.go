@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // maxIndexSize bounds the index.yaml of a chart repository.
@@ -140,7 +141,7 @@ func (f *Fetcher) resolveHelm(ctx context.Context, st *state, req gitstore.Reque
 				}
 			}
 		}
-		return chartFS(data, redactedURL(chartURL), entry.Created)
+		return chartFS(data, redact.URL(chartURL), entry.Created)
 	}}, nil
 }
 
@@ -162,7 +163,7 @@ func (f *Fetcher) helmIndex(ctx context.Context, hs *helmState, req gitstore.Req
 	u := indexURL(req.URL)
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s.url: %w", a.Field, err)
+		return nil, fmt.Errorf("%s.url: %s", a.Field, redact.Text(err.Error()))
 	}
 	if hs.versions != nil {
 		if hs.etag != "" {
@@ -172,23 +173,25 @@ func (f *Fetcher) helmIndex(ctx context.Context, hs *helmState, req gitstore.Req
 			r.Header.Set("If-Modified-Since", hs.lastModified)
 		}
 	}
-	setHTTPAuth(r, a.Credentials)
+	if err := setHTTPAuth(r, a); err != nil {
+		return nil, err
+	}
 	resp, err := f.http.RoundTrip(r)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", redactedURL(u), err)
+		return nil, fmt.Errorf("GET %s: %w", redact.URL(u), err)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotModified && hs.versions != nil:
 		return hs.versions, nil
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, fmt.Errorf("GET %s: %s; %s", redactedURL(u), resp.Status, credentialsHint(a, "chart repository"))
+		return nil, fmt.Errorf("GET %s: %s; %s", redact.URL(u), resp.Status, credentialsHint(a, "chart repository"))
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("GET %s: %s", redactedURL(u), resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", redact.URL(u), resp.Status)
 	}
 	body, err := readAllLimit(resp.Body, maxIndexSize)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", redactedURL(u), err)
+		return nil, fmt.Errorf("GET %s: %w", redact.URL(u), err)
 	}
 	sum := sha256.Sum256(body)
 	digest := hex.EncodeToString(sum[:])
@@ -198,7 +201,7 @@ func (f *Fetcher) helmIndex(ctx context.Context, hs *helmState, req gitstore.Req
 			Entries    map[string][]chartVersion `json:"entries"`
 		}
 		if err := yaml.Unmarshal(body, &index); err != nil {
-			return nil, fmt.Errorf("%s: %w", redactedURL(u), err)
+			return nil, fmt.Errorf("%s: %w", redact.URL(u), err)
 		}
 		versions, ok := index.Entries[a.Chart]
 		if !ok {
@@ -210,7 +213,7 @@ func (f *Fetcher) helmIndex(ctx context.Context, hs *helmState, req gitstore.Req
 			if len(charts) > 10 {
 				charts = append(charts[:10], "…")
 			}
-			return nil, fmt.Errorf("chart %s is not in %s (it has %s)", a.Chart, redactedURL(u), strings.Join(charts, ", "))
+			return nil, fmt.Errorf("chart %s is not in %s (it has %s)", a.Chart, redact.URL(u), strings.Join(charts, ", "))
 		}
 		if versions == nil {
 			versions = []chartVersion{}
@@ -246,32 +249,34 @@ func (f *Fetcher) download(ctx context.Context, chartURL string, req gitstore.Re
 	a := req.Artifact
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, chartURL, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("chart URL: %s", redact.Text(err.Error()))
 	}
 	if sameHost(chartURL, req.URL) {
-		setHTTPAuth(r, a.Credentials)
+		if err := setHTTPAuth(r, a); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := f.http.RoundTrip(r)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", redactedURL(chartURL), err)
+		return nil, fmt.Errorf("GET %s: %w", redact.URL(chartURL), err)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, fmt.Errorf("GET %s: %s; %s", redactedURL(chartURL), resp.Status, credentialsHint(a, "chart repository"))
+		return nil, fmt.Errorf("GET %s: %s; %s", redact.URL(chartURL), resp.Status, credentialsHint(a, "chart repository"))
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("GET %s: %s", redactedURL(chartURL), resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", redact.URL(chartURL), resp.Status)
 	}
 	data, err := readAllLimit(resp.Body, maxArchiveSize)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", redactedURL(chartURL), err)
+		return nil, fmt.Errorf("GET %s: %w", redact.URL(chartURL), err)
 	}
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); digest != "" && got != digest {
-		return nil, fmt.Errorf("GET %s: the archive has digest sha256:%s, index.yaml says sha256:%s", redactedURL(chartURL), got, digest)
+		return nil, fmt.Errorf("GET %s: the archive has digest sha256:%s, index.yaml says sha256:%s", redact.URL(chartURL), got, digest)
 	}
 	if _, err := f.blobs.put(data); err != nil {
-		f.log.Error(err, "keep chart archive", "url", redactedURL(chartURL))
+		f.log.Error(err, "keep chart archive", "url", redact.URL(chartURL))
 	}
 	return data, nil
 }
@@ -362,8 +367,17 @@ func sameHost(a, b string) bool {
 	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
 }
 
-// setHTTPAuth sets basic or bearer auth on r.
-func setHTTPAuth(r *http.Request, c *gitstore.Credentials) {
+// setHTTPAuth sets the basic or bearer auth of a's credentials on r. It
+// refuses credentials, of a or of r's URL, that would go in clear text to
+// an http:// URL, unless a says insecure.
+func setHTTPAuth(r *http.Request, a *gitstore.ArtifactSource) error {
+	c := a.Credentials
+	if err := c.CheckURL(r.URL.String(), a.Insecure, a.Field); err != nil {
+		if c != nil && c.Secret != "" {
+			return fmt.Errorf("%s: %w", c.Secret, err)
+		}
+		return err
+	}
 	switch {
 	case c == nil:
 	case c.BearerToken != "":
@@ -371,12 +385,5 @@ func setHTTPAuth(r *http.Request, c *gitstore.Credentials) {
 	case c.Username != "":
 		r.SetBasicAuth(c.Username, c.Password)
 	}
-}
-
-func redactedURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
-		return u
-	}
-	return p.Redacted()
+	return nil
 }

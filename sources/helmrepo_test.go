@@ -169,6 +169,17 @@ func TestHelmRepositoryBadInput(t *testing.T) {
 			r.Artifact.Credentials = &gitstore.Credentials{Username: "u", Password: "bad", Secret: "Secret infra/charts (spec.helmRepository.secretRef)"}
 			return r
 		}, true, "401 Unauthorized; check the credentials in Secret infra/charts (spec.helmRepository.secretRef)"},
+		{"credentials over plain HTTP without insecure", func(r gitstore.Request) gitstore.Request {
+			r.Artifact.Insecure = false
+			r.Artifact.Credentials = &gitstore.Credentials{Username: "u", Password: "good", Secret: "Secret infra/charts (spec.helmRepository.secretRef)"}
+			return r
+		}, true, "Secret infra/charts (spec.helmRepository.secretRef): the username and password (basic auth) would go in clear text to http://" + repo.Addr() +
+			": use an https:// URL, or set spec.helmRepository.insecure to true to send them anyway: credentials are never sent over plain http://"},
+		{"user information over plain HTTP without insecure", func(r gitstore.Request) gitstore.Request {
+			r.Artifact.Insecure = false
+			r.URL = "http://u:good@" + repo.Addr()
+			return r
+		}, true, "the URL's user information would go in clear text to http://" + repo.Addr()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,9 +187,13 @@ func TestHelmRepositoryBadInput(t *testing.T) {
 				repo.SetAuth("u", "good")
 				defer repo.SetAuth("", "")
 			}
+			before := len(repo.Requests())
 			_, _, err := newFetcher(t).Fetch(ctx, tt.req(helmRequest(repo.URL(), "<0.2.0")))
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "good") {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if errors.Is(err, gitstore.ErrPlainHTTPCredentials) && len(repo.Requests()) != before {
+				t.Fatalf("refused credentials, yet the repository got %v", repo.Requests()[before:])
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Media types of artifacts, as Flux and Helm name them.
@@ -71,9 +72,9 @@ func (f *Fetcher) resolveOCI(ctx context.Context, st *state, req gitstore.Reques
 		rev = tag + "@" + digest
 	}
 	ref := repo.Digest(digest)
-	what := req.URL + "@" + digest
+	what := redact.URL(req.URL) + "@" + digest
 	if tag != "" {
-		what = req.URL + ":" + rev
+		what = redact.URL(req.URL) + ":" + rev
 	}
 	return target{rev: rev, load: func(ctx context.Context) (fs.FS, string, error) {
 		files, created, err := f.pullArtifact(ctx, p, ref, a, what, func(mt types.MediaType) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // maxShownChanges bounds how many fields a message lists.
@@ -54,7 +55,7 @@ func warningMessage(key gitstore.ObjectKey, want *gitstore.Object, changes []dri
 }
 
 func sourceName(s gitstore.Source) string {
-	return fmt.Sprintf("%s %s:%d@%s", s.URL, s.Path, s.Line, gitstore.ShortRevision(s.Revision))
+	return fmt.Sprintf("%s %s:%d@%s", redact.URL(s.URL), s.Path, s.Line, gitstore.ShortRevision(s.Revision))
 }
 
 func describeChanges(changes []drift.Change) string {

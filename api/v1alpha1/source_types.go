@@ -39,7 +39,8 @@ type HelmRepositorySource struct {
 	// auth) or bearerToken; for oci:// also .dockerconfigjson.
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
-	// Insecure allows plain HTTP for an oci:// registry.
+	// Insecure allows plain HTTP to an oci:// registry, and sends the
+	// credentials of secretRef to an http:// repository (refused otherwise).
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
 }

@@ -206,7 +206,8 @@ func TestHelmRepositorySource(t *testing.T) {
 	repo.SetAuth("reader", "chart-pass")
 	creds := secret(t, "helm-repo-source-creds", "charts", map[string][]byte{"username": []byte("reader"), "password": []byte("chart-pass")})
 	newArtifactGuard(t, guard, v1alpha1.GuardSpec{
-		HelmRepository:  &v1alpha1.HelmRepositorySource{URL: repo.URL(), Chart: "demo", Version: ">=0.1.0 <1", SecretRef: creds},
+		// The repository speaks plain HTTP: its credentials go only with insecure.
+		HelmRepository:  &v1alpha1.HelmRepositorySource{URL: repo.URL(), Chart: "demo", Version: ">=0.1.0 <1", SecretRef: creds, Insecure: true},
 		Helm:            &v1alpha1.HelmSpec{Namespace: ns, Values: &apiextensionsv1.JSON{Raw: []byte(`{"value":"from-guard"}`)}},
 		CreateNamespace: true,
 	})

@@ -32,6 +32,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(policyDir)
+	stopTLS, err := startGitTLS()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "HTTPS server:", err)
+		return 1
+	}
+	defer stopTLS()
 	for name, src := range policy.DefaultModules() {
 		if err := os.WriteFile(filepath.Join(policyDir, filepath.Base(name)), []byte(src), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)

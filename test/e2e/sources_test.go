@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,31 +113,49 @@ func hostPort(addr string) string {
 	return fmt.Sprintf("[%s]:%s", host, port)
 }
 
-// TestHTTPSBasicAuth: credentials come from the Secret; wrong ones give a
-// condition naming the Secret.
+// TestHTTPSBasicAuth: credentials come from the Secret and go only over
+// HTTPS. Over plain http:// they are refused before anything is sent, with
+// a condition naming the Guard and the Secret; wrong ones give a condition
+// naming the Secret.
 func TestHTTPSBasicAuth(t *testing.T) {
 	t.Parallel()
 	const ns = "basic-auth"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	git := h.Git.Handler()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var authorized http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "deploy" || p != "s3cret" {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		git.ServeHTTP(w, r)
+	})
+	gitTLSHandler.Store(&authorized)
+	// The same repository over plain HTTP, which must never be asked.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plainRequests atomic.Int32
+	plain := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plainRequests.Add(1)
+		authorized.ServeHTTP(w, r)
 	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	go plain.Serve(ln)
+	t.Cleanup(func() { plain.Close() })
 
 	good := secret(t, "basic-creds", "git", map[string][]byte{"username": []byte("deploy"), "password": []byte("s3cret")})
 	repo := h.NewGuard(t, "basic-auth", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "authorized")},
-		func(s *v1alpha1.GuardSpec) { s.SecretRef = good })
-	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.URL = "http://" + ln.Addr().String() + "/basic-auth.git" })
+		func(s *v1alpha1.GuardSpec) {
+			s.URL = "http://" + ln.Addr().String() + "/basic-auth.git"
+			s.SecretRef = good
+		})
+	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "AuthFailed",
+		"guard basic-auth: spec.secretRef basic-creds/git: the username and password (basic auth) would go in clear text to http://"+ln.Addr().String()+": use an https:// URL")
+	if msg := findCondition(g, v1alpha1.ConditionReady).Message; strings.Contains(msg, "s3cret") {
+		t.Fatalf("the condition shows the password: %s", msg)
+	}
+
+	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.URL = gitTLS.URL + "/basic-auth.git" })
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 	waitValue(t, ns, "cm", "authorized")
 
@@ -146,4 +165,7 @@ func TestHTTPSBasicAuth(t *testing.T) {
 	missing := &v1alpha1.SecretReference{Namespace: "basic-wrong", Name: "absent"}
 	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.SecretRef = missing })
 	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "AuthFailed", "basic-wrong/absent")
+	if n := plainRequests.Load(); n != 0 {
+		t.Fatalf("the plain HTTP server was asked %d times", n)
+	}
 }
