@@ -123,6 +123,17 @@ func (e *editor) value(old, updated, desired any) {
 	if (old == nil && updated == nil) || e.ignored() {
 		return
 	}
+	// A map one side lacks is reported key by key (a label removed with
+	// the last one is that label, not the labels).
+	om, oldMap := old.(map[string]any)
+	um, updMap := updated.(map[string]any)
+	if (oldMap && updated == nil && len(om) > 0) || (updMap && old == nil && len(um) > 0) {
+		d, _ := desired.(map[string]any)
+		for _, k := range unionKeys(om, um) {
+			e.field(k, om, um, d)
+		}
+		return
+	}
 	if old != nil && updated != nil {
 		switch o := old.(type) {
 		case map[string]any:
@@ -200,7 +211,13 @@ func (e *editor) element(path, name string, old, updated any, desired []any, des
 		token, d = strconv.Itoa(i), desired[i]
 	}
 	e.enter(path, token)
-	e.value(old, updated, d)
+	if (old == nil) != (updated == nil) {
+		if !e.ignored() {
+			e.record(old, updated, d) // an element added or removed whole
+		}
+	} else {
+		e.value(old, updated, d)
+	}
 	e.leave()
 }
 

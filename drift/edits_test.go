@@ -46,6 +46,9 @@ func TestEdits(t *testing.T) {
 			md["ownerReferences"] = []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "mine", "uid": "u"}}
 			md["finalizers"] = []any{"x/y"}
 		}, want: []string{"/metadata/finalizers added <nil>→[x/y] (<nil>)", "/metadata/ownerReferences added <nil>→[map[apiVersion:v1 kind:ConfigMap name:mine uid:u]] (<nil>)"}},
+		{name: "the last label removed is that label", updated: func(m map[string]any) {
+			delete(m["metadata"].(map[string]any), "labels")
+		}, want: []string{"/metadata/labels/app removed web→<nil> (web)"}},
 		{name: "label added", updated: func(m map[string]any) {
 			m["metadata"].(map[string]any)["labels"].(map[string]any)["team"] = "x"
 		}, want: []string{"/metadata/labels/team added <nil>→x (<nil>)"}},

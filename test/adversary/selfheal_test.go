@@ -36,7 +36,7 @@ func TestAdditionsRemoved(t *testing.T) {
 	const ns = "nowh-additions"
 	repo := guarded(t, "adv-additions", ns)
 	for _, p := range []string{
-		`[{"op":"add","path":"/spec/template/spec/hostNetwork","value":true}]`,
+		`[{"op":"add","path":"/spec/template/spec/shareProcessNamespace","value":true}]`,
 		`[{"op":"add","path":"/spec/template/spec/containers/-","value":{"name":"tap","image":"evil","securityContext":{"privileged":true}}}]`,
 		`[{"op":"add","path":"/spec/template/spec/volumes","value":[{"name":"root","hostPath":{"path":"/"}}]}]`,
 		`[{"op":"remove","path":"/spec/template/spec/automountServiceAccountToken"}]`,
@@ -50,8 +50,8 @@ func TestAdditionsRemoved(t *testing.T) {
 		d := deployment(t, ns)
 		spec := d.Spec.Template.Spec
 		switch {
-		case spec.HostNetwork:
-			return fmt.Errorf("hostNetwork still on")
+		case spec.ShareProcessNamespace != nil:
+			return fmt.Errorf("shareProcessNamespace still set")
 		case len(spec.Containers) != 1:
 			return fmt.Errorf("%d containers", len(spec.Containers))
 		case len(spec.Volumes) != 0:

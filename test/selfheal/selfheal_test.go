@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -262,57 +261,6 @@ func TestIgnoreRulesInSelfHeal(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestFightWithAControllerStops: a controller that changes a managed field
-// back after every revert is fought only a few times; then the guard stops,
-// records why, and marks the Guard Degraded with the ignore rule to add.
-func TestFightWithAControllerStops(t *testing.T) {
-	t.Parallel()
-	const ns = "fight"
-	repo := h.NewGuard(t, "fight", true, map[string]string{"all.yaml": fmt.Sprintf(manifests, ns)})
-	h.WaitApplied(t, repo.Guard, repo.Initial)
-	ctx := context.Background()
-	stopped := false
-	for range 12 {
-		if stopped {
-			break
-		}
-		// An operator puts back the value it wants, every time.
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"greeting":"operator's"}}`))
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}
-		if err := h.Admin.Patch(ctx, cm, patch, client.FieldOwner("my-operator")); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			cur, err := configMap(t, ns)
-			if err == nil && cur.Data["greeting"] == "from git" {
-				break // reverted; the operator strikes again
-			}
-			if time.Now().After(deadline) {
-				stopped = true
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	if !stopped {
-		t.Fatal("the guard kept fighting the operator")
-	}
-	rec := h.Audit.Wait(t, 10*time.Second, "fight record", func(r audit.Record) bool {
-		return r.Guard == repo.Guard && r.Rule == "fight-detected"
-	})
-	if rec.Manager != "my-operator" || !strings.Contains(rec.Reason, "managedFieldsManagers") {
-		t.Fatalf("fight record must name the manager and the rule to add: %+v", rec)
-	}
-	harness.Eventually(t, 20*time.Second, "guard degraded", func() error {
-		c := meta.FindStatusCondition(h.Guard(t, repo.Guard).Status.Conditions, v1alpha1.ConditionDegraded)
-		if c == nil || !strings.Contains(c.Message, "my-operator") {
-			return fmt.Errorf("degraded = %+v", c)
-		}
-		return nil
-	})
 }
 
 var cliOnce sync.Once
