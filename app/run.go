@@ -43,8 +43,8 @@ import (
 	"github.com/driftguard/driftguard/notify"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/reconcile"
-	"github.com/driftguard/driftguard/stamp"
 	"github.com/driftguard/driftguard/sources"
+	"github.com/driftguard/driftguard/stamp"
 	"github.com/driftguard/driftguard/webhook"
 )
 
