@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/driftguard/driftguard/redact"
 )
 
 // ErrNoChange is returned when an edit leaves the tree as it was: there is
@@ -41,10 +43,10 @@ type Checkout struct {
 func Clone(ctx context.Context, r Remote, depth int) (*Checkout, error) {
 	am, err := authMethod(r.URL, r.Auth)
 	if err != nil {
-		return nil, fmt.Errorf("%s: auth: %w", redact(r.URL), err)
+		return nil, fmt.Errorf("%s: auth: %w", redact.URL(r.URL), err)
 	}
 	if r.Branch == "" {
-		return nil, fmt.Errorf("%s: no branch given", redact(r.URL))
+		return nil, fmt.Errorf("%s: no branch given", redact.URL(r.URL))
 	}
 	branch := plumbing.NewBranchReferenceName(r.Branch)
 	tags := git.NoTags
@@ -55,11 +57,11 @@ func Clone(ctx context.Context, r Remote, depth int) (*Checkout, error) {
 		URL: r.URL, Auth: am, ReferenceName: branch, SingleBranch: true, Depth: depth, Tags: tags,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("clone branch %s of %s: %w", r.Branch, redact(r.URL), err)
+		return nil, fmt.Errorf("clone branch %s of %s: %w", r.Branch, redact.URL(r.URL), err)
 	}
 	ref, err := repo.Reference(branch, true)
 	if err != nil {
-		return nil, fmt.Errorf("clone branch %s of %s: %w", r.Branch, redact(r.URL), err)
+		return nil, fmt.Errorf("clone branch %s of %s: %w", r.Branch, redact.URL(r.URL), err)
 	}
 	base, err := repo.CommitObject(ref.Hash())
 	if err != nil {
@@ -165,7 +167,7 @@ func (c *Checkout) Push(ctx context.Context) error {
 		Auth:       c.auth,
 	})
 	if err != nil {
-		return fmt.Errorf("push %.7s to branch %s of %s: %w", c.commit.Hash, c.remote.Branch, redact(c.remote.URL), err)
+		return fmt.Errorf("push %.7s to branch %s of %s: %w", c.commit.Hash, c.remote.Branch, redact.URL(c.remote.URL), err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/driftguard/driftguard/gitserver"
@@ -224,12 +225,16 @@ func TestUpdateWithoutChange(t *testing.T) {
 	}
 }
 
-// TestAuth pushes through a front that demands credentials, as a Git host
-// does.
+// TestAuth pushes through an HTTPS front that demands credentials, as a
+// Git host does; the same front over plain HTTP never gets them.
 func TestAuth(t *testing.T) {
 	srv := startServer(t)
 	newRepo(t, srv, "private", map[string]string{"a.yaml": "a: 1\n"})
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var plainRequests atomic.Int32
+	var demand http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			plainRequests.Add(1)
+		}
 		user, pass, basic := r.BasicAuth()
 		if (basic && user == "sam" && pass == "s3cret") || r.Header.Get("Authorization") == "Bearer tok3n" {
 			srv.Handler().ServeHTTP(w, r)
@@ -237,9 +242,12 @@ func TestAuth(t *testing.T) {
 		}
 		w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 		http.Error(w, "authentication required", http.StatusUnauthorized)
-	}))
-	defer front.Close()
-	url := front.URL + "/private.git"
+	})
+	tlsHandler.Store(&demand)
+	plain := httptest.NewServer(demand)
+	defer plain.Close()
+	url := tlsFront.URL + "/private.git"
+	plainURL := plain.URL + "/private.git"
 	tests := []struct {
 		name    string
 		auth    *gitstore.Auth
@@ -249,7 +257,7 @@ func TestAuth(t *testing.T) {
 		{"wrong password", &gitstore.Auth{Username: "sam", Password: "nope"}, "authentication required"},
 		{"basic", &gitstore.Auth{Username: "sam", Password: "s3cret"}, ""},
 		{"token", &gitstore.Auth{BearerToken: "tok3n"}, ""},
-		{"ssh key on http", &gitstore.Auth{SSHKey: []byte("key")}, "cannot use an SSH key"},
+		{"ssh key on https", &gitstore.Auth{SSHKey: []byte("key")}, "cannot use an SSH key"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -261,6 +269,29 @@ func TestAuth(t *testing.T) {
 			}
 			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+	plainTests := []struct {
+		name string
+		url  string
+		auth *gitstore.Auth
+		want string
+	}{
+		{"basic auth over http", plainURL, &gitstore.Auth{Username: "sam", Password: "s3cret"}, "the username and password (basic auth) would go in clear text to http://"},
+		{"token over http", plainURL, &gitstore.Auth{BearerToken: "tok3n"}, "the bearerToken would go in clear text to http://"},
+		{"user information over http", strings.Replace(plainURL, "http://", "http://sam:s3cret@", 1), nil, "the URL's user information would go in clear text to http://"},
+	}
+	for _, tc := range plainTests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Update(context.Background(), Remote{URL: tc.url, Branch: "main", Auth: tc.auth}, Options{Author: author, Depth: 1}, func(_ context.Context, c *Checkout) (string, error) {
+				return "change", c.Tree().WriteFile("a.yaml", []byte("plain"))
+			})
+			if !errors.Is(err, gitstore.ErrPlainHTTPCredentials) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "tok3n") {
+				t.Fatalf("error %v, want ErrPlainHTTPCredentials saying %q", err, tc.want)
+			}
+			if n := plainRequests.Load(); n != 0 {
+				t.Fatalf("the plain HTTP front was asked %d times", n)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -15,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Remote is a branch of a Git repository to write to.
@@ -38,6 +38,9 @@ func authMethod(rawURL string, a *gitstore.Auth) (transport.AuthMethod, error) {
 	hasSSH := a != nil && len(a.SSHKey) > 0
 	switch ep.Protocol {
 	case "http", "https":
+		if err := a.CheckURL(rawURL); err != nil { // never in clear text
+			return nil, err
+		}
 		switch {
 		case hasSSH:
 			return nil, fmt.Errorf("an %s URL cannot use an SSH key", ep.Protocol)
@@ -71,12 +74,12 @@ func ResolveBranch(ctx context.Context, url, ref string, auth *gitstore.Auth) (s
 	}
 	am, err := authMethod(url, auth)
 	if err != nil {
-		return "", fmt.Errorf("%s: auth: %w", redact(url), err)
+		return "", fmt.Errorf("%s: auth: %w", redact.URL(url), err)
 	}
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
 	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: am})
 	if err != nil {
-		return "", fmt.Errorf("list references of %s: %w", redact(url), err)
+		return "", fmt.Errorf("list references of %s: %w", redact.URL(url), err)
 	}
 	byName := map[plumbing.ReferenceName]*plumbing.Reference{}
 	for _, r := range refs {
@@ -85,7 +88,7 @@ func ResolveBranch(ctx context.Context, url, ref string, auth *gitstore.Auth) (s
 	if ref == "" || ref == "HEAD" {
 		head := byName[plumbing.HEAD]
 		if head == nil {
-			return "", fmt.Errorf("%s advertises no HEAD: give the Guard a branch as ref", redact(url))
+			return "", fmt.Errorf("%s advertises no HEAD: give the Guard a branch as ref", redact.URL(url))
 		}
 		if head.Type() == plumbing.SymbolicReference && head.Target().IsBranch() {
 			return head.Target().Short(), nil
@@ -97,7 +100,7 @@ func ResolveBranch(ctx context.Context, url, ref string, auth *gitstore.Auth) (s
 			}
 		}
 		if len(match) != 1 {
-			return "", fmt.Errorf("cannot tell which branch the HEAD of %s is (%d candidates): give the Guard a branch as ref", redact(url), len(match))
+			return "", fmt.Errorf("cannot tell which branch the HEAD of %s is (%d candidates): give the Guard a branch as ref", redact.URL(url), len(match))
 		}
 		return match[0], nil
 	}
@@ -108,7 +111,7 @@ func ResolveBranch(ctx context.Context, url, ref string, auth *gitstore.Auth) (s
 	if byName[plumbing.NewTagReferenceName(name)] != nil {
 		return "", fmt.Errorf("ref %s is a tag: there is no branch to push to; point the Guard at a branch", ref)
 	}
-	return "", fmt.Errorf("no branch %q on %s", name, redact(url))
+	return "", fmt.Errorf("no branch %q on %s", name, redact.URL(url))
 }
 
 // remoteHead returns the commit the branch is at on the remote.
@@ -123,15 +126,5 @@ func remoteHead(ctx context.Context, r Remote, am transport.AuthMethod) (plumbin
 			return ref.Hash(), nil
 		}
 	}
-	return plumbing.ZeroHash, fmt.Errorf("no branch %q on %s", r.Branch, redact(r.URL))
-}
-
-// redact hides the password or token a URL may carry.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = url.User("***")
-	return u.String()
+	return plumbing.ZeroHash, fmt.Errorf("no branch %q on %s", r.Branch, redact.URL(r.URL))
 }

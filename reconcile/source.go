@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -37,6 +38,9 @@ func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNam
 	}
 	if req.Kind == gitstore.SourceGit {
 		if req.Auth, err = Auth(ctx, c, g, defaultNamespace); err != nil {
+			if errors.Is(err, gitstore.ErrPlainHTTPCredentials) {
+				return req, fmt.Errorf("guard %s: %w", g.Name, err)
+			}
 			return req, err
 		}
 	} else if ref != nil {
@@ -219,7 +223,7 @@ func Auth(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamesp
 	}
 	// Credentials never go over plain http://, to no host.
 	if err := auth.CheckURL(git.URL); err != nil {
-		return nil, fmt.Errorf("guard %s: %s %s: %w", g.Name, field, secretName(*git.SecretRef, defaultNamespace), err)
+		return nil, fmt.Errorf("%s %s: %w", field, secretName(*git.SecretRef, defaultNamespace), err)
 	}
 	return auth, nil
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/driftguard/driftguard/gitwrite"
 	"github.com/driftguard/driftguard/gitwrite/yamledit"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // writeOptions are the flags adopt and rollback share: the cluster, Git
@@ -355,7 +356,7 @@ func runAdopt(ctx context.Context, out, errOut io.Writer, arg string, o *adoptOp
 			return err
 		}
 		fmt.Fprintf(out, "%s\n", diff)
-		fmt.Fprintf(out, "dry run: would commit to branch %s of %s on top of %.7s:\n\n%s", remote.Branch, g.Spec.URL, c.Base(), indent(msg))
+		fmt.Fprintf(out, "dry run: would commit to branch %s of %s on top of %.7s:\n\n%s", remote.Branch, redact.URL(g.Spec.URL), c.Base(), indent(msg))
 		return nil
 	}
 
@@ -408,7 +409,7 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 	}
 	want := findObject(objs, gvk, ns, name)
 	if want == nil {
-		return adopted{}, fmt.Errorf("%s is not in %s of %s at %.7s", display(gvk.Kind, ns, name), pathOrRoot(git.Path), git.URL, c.Base())
+		return adopted{}, fmt.Errorf("%s is not in %s of %s at %.7s", display(gvk.Kind, ns, name), pathOrRoot(git.Path), redact.URL(git.URL), c.Base())
 	}
 	if kust := kustomizationAbove(fsys, want.Source.Path, git.Path); kust != "" {
 		return adopted{}, fmt.Errorf("%s comes from %s, built by %s: its patches may set the fields, so adopt does not edit it; change the overlay by hand", display(gvk.Kind, ns, name), want.Source.Path, kust)

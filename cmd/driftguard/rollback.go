@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftguard/driftguard/gitwrite"
+	"github.com/driftguard/driftguard/redact"
 )
 
 type rollbackOptions struct {
@@ -101,7 +102,7 @@ func runRollback(ctx context.Context, out, errOut io.Writer, guard string, o *ro
 			return nil
 		}
 		fmt.Fprintf(out, "%s\n", diff)
-		fmt.Fprintf(out, "dry run: would commit to branch %s of %s on top of %.7s:\n\n%s", remote.Branch, g.Spec.URL, c.Base(), indent(msg))
+		fmt.Fprintf(out, "dry run: would commit to branch %s of %s on top of %.7s:\n\n%s", remote.Branch, redact.URL(g.Spec.URL), c.Base(), indent(msg))
 		return nil
 	}
 
