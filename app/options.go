@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/driftguard/driftguard/gitstore"
 )
 
 // Options are the process-level settings of the guard. Every field has a flag.
@@ -75,6 +77,10 @@ type Options struct {
 	AuditEvents      bool
 	AuditQueueSize   int
 
+	// RenderLimits bound what rendering one revision may read, decode and
+	// produce (--render-* flags; docs/security.md, "Rendering limits").
+	RenderLimits gitstore.Limits
+
 	// Installation in a cluster: self-protection, certificates, HA
 	// (app/options_install.go).
 	InstallOptions
@@ -117,6 +123,7 @@ func DefaultOptions() Options {
 		AuditQueueSize:    4096,
 		PolicyTimeout:     time.Second,
 		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
+		RenderLimits:      gitstore.DefaultLimits(),
 		InstallOptions:    defaultInstallOptions(),
 	}
 }
@@ -168,6 +175,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.AuditFileBackups, "audit-file-max-backups", o.AuditFileBackups, "rotated audit files kept")
 	fs.BoolVar(&o.AuditEvents, "audit-events", o.AuditEvents, "also record drift and decisions as Kubernetes Events on the object")
 	fs.IntVar(&o.AuditQueueSize, "audit-queue-size", o.AuditQueueSize, "audit records buffered before writers wait (none is dropped)")
+	o.RenderLimits.BindFlags(fs)
 	o.InstallOptions.bindFlags(fs)
 }
 
@@ -216,6 +224,9 @@ func (o *Options) Validate() error {
 	}
 	if o.AuditQueueSize < 1 {
 		return fmt.Errorf("--audit-queue-size: must be at least 1, got %d", o.AuditQueueSize)
+	}
+	if err := o.RenderLimits.Validate(); err != nil {
+		return err
 	}
 	return o.InstallOptions.validate()
 }

@@ -76,6 +76,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	gitstore.SetLimits(o.RenderLimits)
 	if out == nil {
 		out = os.Stdout
 	}

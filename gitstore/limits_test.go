@@ -3,9 +3,12 @@ package gitstore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // nestedArrays is a JSON value n arrays deep.
@@ -202,5 +205,49 @@ func TestHelmLimits(t *testing.T) {
 				t.Errorf("the render took %s", took)
 			}
 		})
+	}
+}
+
+func TestLimitFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    Limits
+		wantErr string
+	}{
+		{nil, DefaultLimits(), ""},
+		{[]string{"--render-max-file-size=1Mi", "--render-max-total-size=1G", "--render-max-depth=50", "--render-max-yaml-aliases=10", "--render-max-decoded-size=500000",
+			"--render-helm-timeout=5s", "--render-helm-max-output=2Mi", "--render-helm-max-memory=1Gi"},
+			Limits{MaxFileBytes: 1 << 20, MaxTotalBytes: 1e9, MaxDepth: 50, MaxAliasValues: 10, MaxDecodedBytes: 500000, HelmTimeout: 5 * time.Second, HelmMaxOutputBytes: 2 << 20, HelmMaxMemoryBytes: 1 << 30}, ""},
+		{[]string{"--render-max-file-size=0"}, Limits{}, "not a positive number of bytes"},
+		{[]string{"--render-max-file-size=lots"}, Limits{}, "render-max-file-size"},
+		{[]string{"--render-max-depth=0"}, Limits{}, "--render-max-depth: must be above 0"},
+		{[]string{"--render-max-file-size=1Gi"}, Limits{}, "--render-max-file-size (1Gi) is above --render-max-total-size (256Mi)"},
+	}
+	for _, tt := range tests {
+		l := DefaultLimits()
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		l.BindFlags(fs)
+		err := fs.Parse(tt.args)
+		if err == nil {
+			err = l.Validate()
+		}
+		switch {
+		case tt.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%v: err = %v, want %q", tt.args, err, tt.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tt.args, err)
+		case l != tt.want:
+			t.Errorf("%v: %+v, want %+v", tt.args, l, tt.want)
+		}
+	}
+	if f := pflag.NewFlagSet("x", pflag.ContinueOnError); true {
+		l := DefaultLimits()
+		l.BindFlags(f)
+		if got := f.Lookup("render-max-file-size").DefValue; got != "16Mi" {
+			t.Errorf("default shown as %q, want 16Mi", got)
+		}
 	}
 }

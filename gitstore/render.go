@@ -78,7 +78,12 @@ func RenderAll(fsys fs.FS, dir string, src Source, opts RenderOptions) (objs []*
 func (r *renderer) render(root string) []*Object {
 	info, err := fs.Stat(r.fsys, root)
 	if err != nil {
-		r.fail(&RenderError{Path: root, Err: fmt.Errorf("path not found in the repository: %w", unwrapPathError(err))})
+		err = unwrapPathError(err)
+		var link *SymlinkError
+		if !errors.As(err, &link) {
+			err = fmt.Errorf("path not found in the repository: %w", err)
+		}
+		r.fail(&RenderError{Path: root, Err: err})
 		return nil
 	}
 	if !info.IsDir() {

@@ -197,11 +197,11 @@ func (r *renderer) helmJob(dir string) (*helmJob, error) {
 		Values: r.opts.Helm.Values, MaxOutputBytes: r.lim.HelmMaxOutputBytes}
 	rules := ignore.Empty()
 	ignoreFile := path.Join(dir, ignore.HelmIgnore)
-	if _, err := fs.Stat(r.fsys, ignoreFile); err == nil {
-		data, err := r.read(ignoreFile)
-		if err != nil {
-			return nil, err
-		}
+	switch data, err := r.read(ignoreFile); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
 		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
 			return nil, &RenderError{Path: ignoreFile, Err: err}
 		}

@@ -32,21 +32,29 @@ func clusterClient(kubeconfig string) (client.Client, error) {
 
 // runDirDiff compares the manifests in a local checkout with the cluster.
 func runDirDiff(ctx context.Context, out io.Writer, kubeconfig, dir, ignoreFile string) (bool, error) {
-	c, err := clusterClient(kubeconfig)
-	if err != nil {
-		return false, err
-	}
 	var ignore []*drift.Rule
+	var err error
 	if ignoreFile != "" {
 		if ignore, err = reconcile.ReadIgnoreFile(ignoreFile); err != nil {
 			return false, err
 		}
 	}
-	objs, err := gitstore.Render(os.DirFS(dir), ".", gitstore.Source{URL: dir, Revision: "local"})
+	// Read as the guard reads Git: symbolic links are not followed. The
+	// checkout is rendered before the cluster is asked anything.
+	fsys, err := gitstore.OpenLocalFS(dir)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = fsys.Close() }()
+	objs, err := gitstore.Render(fsys, ".", gitstore.Source{URL: dir, Revision: "local"})
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", dir, err)
 	}
 	snap, err := gitstore.NewSnapshot(dir, "local", objs)
+	if err != nil {
+		return false, err
+	}
+	c, err := clusterClient(kubeconfig)
 	if err != nil {
 		return false, err
 	}

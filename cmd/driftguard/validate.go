@@ -37,10 +37,11 @@ type validateOptions struct {
 	guard          string
 	kubeconfig     string
 	guardNamespace string
+	limits         gitstore.Limits
 }
 
 func newValidateCommand() *cobra.Command {
-	o := &validateOptions{}
+	o := &validateOptions{limits: gitstore.DefaultLimits()}
 	cmd := &cobra.Command{
 		Use:   "validate [PATH]",
 		Short: "Render a local checkout as the guard would and report every problem with file and line",
@@ -91,6 +92,9 @@ validate cannot run (bad flags, unreachable cluster).`,
 	f.StringVar(&o.guard, "guard", "", "take the render settings from this Guard in the cluster (needs --kubeconfig or $KUBECONFIG)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of a cluster to check kinds and dry-run objects against")
 	f.StringVar(&o.guardNamespace, "namespace", "driftguard-system", "the guard's namespace, where varsFrom and Secrets without a namespace are looked up, with --guard")
+	// The guard's --render-* limits, to check a revision as a guard run
+	// with other limits would.
+	o.limits.BindFlags(f)
 	return cmd
 }
 
@@ -140,8 +144,15 @@ func runValidate(ctx context.Context, out io.Writer, dir string, o *validateOpti
 		}
 	}
 
+	// The checkout is read as the guard reads Git: symbolic links are not
+	// followed, so no file outside it is read.
+	fsys, err := gitstore.OpenLocalFS(root)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = fsys.Close() }()
 	var problems []problem
-	objs, err := gitstore.RenderAll(os.DirFS(root), rel, gitstore.Source{URL: root, Revision: "local"}, opts)
+	objs, err := gitstore.RenderAll(fsys, rel, gitstore.Source{URL: root, Revision: "local"}, opts)
 	problems = append(problems, renderProblems(err)...)
 	if err != nil && len(problems) == 0 {
 		return 0, err // not a problem of the files: a bad key or variable name
@@ -271,6 +282,10 @@ func (o *validateOptions) renderOptions(ctx context.Context, c client.Client) (g
 		}
 		opts.Vars = vars
 	}
+	if err := o.limits.Validate(); err != nil {
+		return opts, nil, err
+	}
+	opts.Limits = o.limits
 	opts.Helm.ValuesFiles = append(slices.Clone(opts.Helm.ValuesFiles), o.helmValues...)
 	if o.releaseName != "" {
 		opts.Helm.ReleaseName = o.releaseName
