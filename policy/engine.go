@@ -378,6 +378,13 @@ func decisionFromObject(obj map[string]any) (Decision, error) {
 		}
 		*dst = s
 	}
+	if raw, ok := obj["temporary"]; ok {
+		b, ok := raw.(bool)
+		if !ok {
+			return Decision{}, fmt.Errorf("wrong shape: %s temporary is %s, want a boolean", DecisionQuery, jsonKind(raw))
+		}
+		d.Temporary = b
+	}
 	return d, nil
 }
 

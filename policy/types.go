@@ -103,6 +103,10 @@ type Decision struct {
 	Action Action `json:"action"`
 	Reason string `json:"reason"`
 	Rule   string `json:"rule,omitempty"`
+	// Temporary, with allow or warn, keeps the change only for the Guard's
+	// breakGlassTTL: the drift watcher then reverts it unless Git adopted
+	// it. The default policy sets it for break-glass.
+	Temporary bool `json:"temporary,omitempty"`
 }
 
 // Config is exposed to Rego as data.driftguard.config.

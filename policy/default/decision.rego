@@ -1,11 +1,13 @@
 # The default driftguard policy.
 #
-# data.driftguard.decision is one object {"action", "reason", "rule"}; the first
-# matching rule of the else chain below wins:
+# data.driftguard.decision is one object {"action", "reason", "rule"} (and
+# "temporary": true where a change is kept only for the Guard's
+# breakGlassTTL); the first matching rule of the else chain below wins:
 #
 #   1. guard-identity     the guard's own identities          -> allow
 #   2. system-controller  cluster control-plane components    -> allow
-#   3. break-glass        break-glass group + reason annotation -> allow
+#   3. break-glass        break-glass group + reason annotation -> allow,
+#                         temporary
 #   4. restores-git       an update that only puts back values
 #                         Git sets                             -> allow
 #   5. self-heal          drift seen after the fact           -> revert
@@ -32,6 +34,7 @@ decision := {
 	"action": "allow",
 	"reason": sprintf("break-glass by %s: %s", [input.user.username, break_glass_reason]),
 	"rule": "break-glass",
+	"temporary": true,
 } if {
 	break_glass_member
 	break_glass_reason != ""

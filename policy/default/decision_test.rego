@@ -73,6 +73,7 @@ test_break_glass_allowed_with_reason if {
 	d := decide(inp)
 	d.action == "allow"
 	d.rule == "break-glass"
+	d.temporary == true
 	contains(d.reason, "INC-1234: scale for sale")
 	contains(d.reason, "bob")
 }

@@ -34,6 +34,7 @@ decision := {
 	"action": "allow",
 	"reason": sprintf("break-glass by %s: %s", [input.user.username, break_glass_reason]),
 	"rule": "break-glass",
+	"temporary": true,
 } if {
 	some group in input.user.groups
 	group in data.driftguard.config.breakGlassGroups

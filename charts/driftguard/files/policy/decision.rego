@@ -30,6 +30,7 @@ decision := {
 	"action": "allow",
 	"reason": sprintf("break-glass by %s: %s", [input.user.username, break_glass_reason]),
 	"rule": "break-glass",
+	"temporary": true,
 } if {
 	break_glass_member
 	break_glass_reason != ""
