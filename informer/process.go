@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
@@ -69,29 +71,33 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	}
 
 	who := w.attribute(live, want.Key, seen)
-	decision := w.decide(ctx, guard, want, live, changes, who, operation)
+	res := w.decide(ctx, guard, want, live, changes, who)
+	d := res.Decision()
 	expired := false
-	if decision.Action == policy.Allow && decision.Rule == "break-glass" && live != nil {
+	if res.Temporary && live != nil {
 		// Kept for the Guard's TTL from the change, then reverted unless Git adopted it.
 		if left := who.at.Add(w.Settings.BreakGlassTTL(guard)).Sub(seen); left > 0 {
 			w.queue.AddAfter(it, left)
 		} else {
 			expired = true
-			decision = policy.Decision{Action: policy.Revert, Rule: "break-glass-expired",
-				Reason: fmt.Sprintf("break-glass by %s expired after %s; Git did not adopt the change", who.user, w.Settings.BreakGlassTTL(guard))}
+			d = policy.Decision{Action: policy.Revert, Rule: "break-glass-expired",
+				Reason: fmt.Sprintf("%s by %s expired after %s; Git did not adopt the change", res.Rule, who.user, w.Settings.BreakGlassTTL(guard))}
 		}
 	}
 	rec := audit.Record{
 		Type: audit.Drift, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
-		Object: audit.ObjectOf(want), Fields: audit.FieldsOf(changes), Action: string(decision.Action),
-		Reason: decision.Reason, Rule: decision.Rule, PolicyRevision: w.policyRevision(), Source: audit.SourceOf(want.Source),
+		Object: audit.ObjectOf(want), Fields: audit.FieldsOf(changes), Action: string(d.Action),
+		Reason: d.Reason, Rule: d.Rule, PolicyRevision: w.policyRevision(), Source: audit.SourceOf(want.Source),
 	}
-	if expired || !w.state.recordedBefore(it, live, decision) {
+	if !expired {
+		rec.PolicyAction = string(res.PolicyAction)
+	}
+	if expired || !w.state.recordedBefore(it, live, d) {
 		w.Audit.Log(ctx, rec)
 	}
-	w.state.accept(it, decision.Action == policy.Allow || decision.Action == policy.Warn)
+	w.state.accept(it, d.Action == policy.Allow || d.Action == policy.Warn)
 
-	if !w.Settings.SelfHeal(guard) || (decision.Action != policy.Revert && decision.Action != policy.Deny) {
+	if !w.Settings.SelfHeal(guard) || (d.Action != policy.Revert && d.Action != policy.Deny) {
 		return nil
 	}
 	controller := who.controller(it.namespace)
@@ -131,7 +137,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		typ = audit.Recreate
 	}
 	w.Audit.Log(ctx, audit.Record{Type: typ, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
-		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Rule: decision.Rule, Source: rec.Source,
+		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Rule: d.Rule, Source: rec.Source,
 		DurationMS: float64(time.Since(seen).Microseconds()) / 1000})
 	return nil
 }
@@ -194,41 +200,38 @@ func (w *Watcher) policyRevision() string {
 	return ""
 }
 
-func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured, changes []drift.Change, who attribution, operation string) policy.Decision {
-	if want.Obj().GetAnnotations()[v1alpha1.EnforcementAnnotation] == "off" {
-		return policy.Decision{Action: policy.Allow, Reason: "enforcement off for this object in Git", Rule: "enforcement-off"}
-	}
-	if w.Policy == nil {
-		return policy.Decision{Action: policy.Revert, Reason: "no policy configured", Rule: "self-heal"}
-	}
-	in := policy.Input{
-		Operation: "DRIFT",
-		User:      policy.User{Username: who.user, Groups: who.groups, ServiceAccount: strings.HasPrefix(who.user, "system:serviceaccount:")},
+// decide asks package decision what to do about drift (operation DRIFT,
+// with the object gone when live is nil). A policy error reverts.
+func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured, changes []drift.Change, who attribution) decision.Result {
+	c := decision.Change{
+		Operation: decision.Drift,
+		Gone:      live == nil,
+		User:      who.user,
+		Groups:    who.groups,
 		// The field manager is the writer's claim, kept apart from the user.
 		FieldManager: who.manager,
 		Resource:     policyResource(want),
-		Desired:      drift.RedactObject(want.Obj().Object),
-		Drift:        policy.Changes(changes),
-		Added:        drift.AddedPaths(changes),
-		Removed:      drift.RemovedPaths(changes),
-		Source:       policy.Source(want.Source),
+		Desired:      want,
+		Source:       want.Source,
+		Changes:      changes,
 		Guard:        guard,
-		PolicyData:   w.Settings.PolicyData(guard),
-		GuardSpec:    w.Settings.GuardSpec(guard),
-	}
-	if operation == "DELETE" {
-		in.Drift = []policy.Change{{Path: "", Desired: "present", Live: nil}}
 	}
 	if live != nil {
-		in.Object = drift.RedactObject(live.Object)
-		in.Annotations = live.GetAnnotations()
+		c.Object = live.Object
 	}
-	d, err := w.Policy.Decide(ctx, in)
-	if err != nil {
+	var guards decision.Guards
+	if w.Settings != nil {
+		guards = w.Settings
+	}
+	res, err := decision.New(w.Policy, guards).Decide(ctx, c)
+	switch {
+	case errors.Is(err, decision.ErrNoPolicy):
+		return decision.Result{Action: policy.Revert, Reason: "no policy configured", Rule: "self-heal"}
+	case err != nil:
 		w.Log.Error(err, "policy failed on drift; reverting", "object", want.Key.String())
-		return policy.Decision{Action: policy.Revert, Reason: "policy error: " + err.Error(), Rule: "policy-error"}
+		return decision.Result{Action: policy.Revert, Reason: err.Error(), Rule: "policy-error"}
 	}
-	return d
+	return res
 }
 
 // attribution says who last changed an object. The user is the person the

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
@@ -47,14 +48,13 @@ type Decider interface {
 	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
 }
 
-// Settings tells, per guard, whether drift is reverted and for how long a
-// break-glass change is kept.
+// Settings tells, per guard, whether drift is reverted, for how long a
+// temporary change (break-glass) is kept, and what package decision needs
+// (enforcement, policy data, spec).
 type Settings interface {
 	SelfHeal(guard string) bool
 	BreakGlassTTL(guard string) time.Duration
-	PolicyData(guard string) map[string]string
-	// GuardSpec is the Guard's spec as JSON decodes it, for the policy.
-	GuardSpec(guard string) map[string]any
+	decision.Guards
 }
 
 // Watcher runs one informer per managed kind and a work queue that compares

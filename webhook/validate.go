@@ -2,8 +2,8 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
@@ -50,8 +50,8 @@ type Validator struct {
 	// a managedFieldsManagers rule hides the fields of its managers only
 	// from the writers the rule names (drift.ForWrite).
 	WriteOptions func(desired *unstructured.Unstructured, updated map[string]any, user string) drift.Options
-	Mapper  meta.RESTMapper
-	Audit   *audit.Logger
+	Mapper       meta.RESTMapper
+	Audit        *audit.Logger
 	// FailClosed denies a change the guard cannot decide (policy error,
 	// overload); otherwise such a change is admitted with a warning.
 	FailClosed bool
@@ -118,48 +118,34 @@ func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionReques
 		return reviewed{resp: allowed()} // the write changes nothing that is compared
 	}
 
-	in := policy.Input{
-		Operation:   string(req.Operation),
-		User:        userOf(req),
+	c := decision.Change{
+		Operation: string(req.Operation), User: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups,
 		Resource:    policy.Resource{Group: gvk.Group, Version: want.GVK().Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
 		SubResource: req.SubResource,
-		Object:      drift.RedactObject(incoming),
-		Desired:     drift.RedactObject(want.Obj().Object),
-		Drift:       policy.Changes(changes),
-		Added:       drift.AddedPaths(changes),
-		Removed:     drift.RemovedPaths(changes),
-		Source:      policy.Source(want.Source),
-		Annotations: annotationsOf(incoming),
+		Object:      incoming,
+		Desired:     want,
+		Source:      want.Source,
+		Changes:     changes,
 		DryRun:      req.DryRun != nil && *req.DryRun,
 		Guard:       guard,
 	}
-	if v.Settings != nil {
-		in.PolicyData, in.GuardSpec = v.Settings.PolicyData(guard), v.Settings.GuardSpec(guard)
-	}
 	if len(req.OldObject.Raw) > 0 && req.SubResource == "" {
 		if old, err := decodeObject(req.OldObject.Raw); err == nil {
-			in.OldObject = drift.RedactObject(old)
+			c.OldObject = old
 		}
 	}
-	if req.Operation == admissionv1.Delete {
-		in.Drift = []policy.Change{{Path: "", Desired: "present", Live: nil}}
-	}
-	d, err := v.Policy.Decide(ctx, in)
+	res, err := v.decider().Decide(ctx, c)
 	if err != nil {
 		v.Log.Error(err, "policy failed", "object", key.String())
-		return v.undecided(ctx, req, gvk, guard, want.Source, &in, changes, fmt.Errorf("policy error: %w", err))
+		return v.undecided(ctx, req, gvk, guard, want.Source, &res.Input, changes, err)
 	}
-	policyAction := d.Action
-	d = v.enforce(guard, want, d)
-	rec := audit.Record{PolicyInput: replayInput(in),
+	d := res.Decision()
+	rec := audit.Record{PolicyInput: replayInput(res.Input),
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
-		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: in.Resource.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: c.Resource.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
 		Fields: audit.FieldsOf(changes), Action: string(d.Action), Reason: d.Reason, Rule: d.Rule,
 		PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(want.Source),
-		RequestUID: string(req.UID), DryRun: in.DryRun,
-	}
-	if policyAction != d.Action {
-		rec.PolicyAction = string(policyAction)
+		RequestUID: string(req.UID), DryRun: c.DryRun, PolicyAction: string(res.PolicyAction),
 	}
 	v.Audit.Log(ctx, rec)
 	out := reviewed{resp: allowed(), decided: true, object: incoming}
@@ -194,32 +180,27 @@ func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.Admission
 	if err != nil {
 		return v.undecided(ctx, req, gvk, guard, ns.Source, nil, nil, fmt.Errorf("decode %s of %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err))
 	}
-	in := policy.Input{
-		Operation: string(req.Operation),
-		User:      userOf(req),
-		Resource:  policy.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
-		Object:    drift.RedactObject(obj),
-		Drift:     []policy.Change{},
-		Source:    policy.Source(ns.Source),
-		Orphan:    true,
-		DryRun:    req.DryRun != nil && *req.DryRun,
-		Guard:     guard,
+	c := decision.Change{
+		Operation: string(req.Operation), User: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups,
+		Resource: policy.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
+		Object:   obj,
+		Source:   ns.Source,
+		Orphan:   true,
+		DryRun:   req.DryRun != nil && *req.DryRun,
+		Guard:    guard,
 	}
-	in.Annotations = annotationsOf(obj)
-	if v.Settings != nil {
-		in.PolicyData, in.GuardSpec = v.Settings.PolicyData(guard), v.Settings.GuardSpec(guard)
-	}
-	d, err := v.Policy.Decide(ctx, in)
+	res, err := v.decider().Decide(ctx, c)
 	if err != nil {
 		v.Log.Error(err, "policy failed", "object", key.String())
-		return v.undecided(ctx, req, gvk, guard, ns.Source, &in, nil, fmt.Errorf("policy error: %w", err))
+		return v.undecided(ctx, req, gvk, guard, ns.Source, &res.Input, nil, err)
 	}
+	d := res.Decision()
 	v.Audit.Log(ctx, audit.Record{
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
 		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
-		Action: string(d.Action), Reason: d.Reason, Rule: d.Rule, Orphan: true, PolicyInput: replayInput(in),
+		Action: string(d.Action), Reason: d.Reason, Rule: d.Rule, Orphan: true, PolicyInput: replayInput(res.Input),
 		PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(ns.Source),
-		RequestUID: string(req.UID), DryRun: in.DryRun,
+		RequestUID: string(req.UID), DryRun: c.DryRun, PolicyAction: string(res.PolicyAction),
 	})
 	msg := orphanMessage(key, req.Namespace, ns, d)
 	out := reviewed{resp: allowed(), decided: true, object: obj}
@@ -243,37 +224,13 @@ func replayInput(in policy.Input) json.RawMessage {
 	return raw
 }
 
-func userOf(req *admissionv1.AdmissionRequest) policy.User {
-	return policy.User{Username: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups, ServiceAccount: strings.HasPrefix(req.UserInfo.Username, "system:serviceaccount:")}
-}
-
-// enforce applies the object's enforcement annotation from Git, then the
-// Guard's enforcement mode, to a policy's decision.
-func (v *Validator) enforce(guard string, want *gitstore.Object, d policy.Decision) policy.Decision {
-	if d.Action != policy.Deny {
-		return d
-	}
-	switch want.Obj().GetAnnotations()[v1alpha1.EnforcementAnnotation] {
-	case "off":
-		return policy.Decision{Action: policy.Allow, Rule: d.Rule, Reason: d.Reason + " (enforcement off for this object in Git)"}
-	case "revert":
-		return policy.Decision{Action: policy.Revert, Rule: d.Rule, Reason: d.Reason + " (admitted and reverted: enforcement revert in Git)"}
-	case "warn":
-		return policy.Decision{Action: policy.Warn, Rule: d.Rule, Reason: d.Reason + " (enforcement warn in Git)"}
-	case "deny":
-		return d
-	}
-	mode := string(v1alpha1.EnforcementDeny)
+// decider decides with the validator's policy and Guard settings.
+func (v *Validator) decider() *decision.Maker {
+	var guards decision.Guards
 	if v.Settings != nil {
-		mode = v.Settings.Enforcement(guard)
+		guards = v.Settings
 	}
-	switch v1alpha1.Enforcement(mode) {
-	case v1alpha1.EnforcementWarn:
-		return policy.Decision{Action: policy.Warn, Rule: d.Rule, Reason: d.Reason + " (guard enforcement warn)"}
-	case v1alpha1.EnforcementDryRun:
-		return policy.Decision{Action: policy.Revert, Rule: d.Rule, Reason: d.Reason + " (would be denied; guard enforcement dryrun admitted it)"}
-	}
-	return d
+	return decision.New(v.Policy, guards)
 }
 
 // managedKind returns the kind of the object a request is about: the
@@ -392,21 +349,6 @@ func decodeObject(raw []byte) (map[string]any, error) {
 		return nil, err
 	}
 	return drift.JSONNumbers(obj).(map[string]any), nil
-}
-
-func annotationsOf(obj map[string]any) map[string]string {
-	md, _ := obj["metadata"].(map[string]any)
-	ann, _ := md["annotations"].(map[string]any)
-	if len(ann) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(ann))
-	for k, v := range ann {
-		if s, ok := v.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
 }
 
 func operationName(req *admissionv1.AdmissionRequest) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/policy"
 )
 
@@ -27,24 +29,49 @@ func newPolicyEvalCommand() *cobra.Command {
 	var dir, input string
 	cmd := &cobra.Command{
 		Use:   "eval --input FILE [--policy DIR]",
-		Short: "Print the decision a policy makes for one input (JSON or YAML)",
-		Args:  cobra.NoArgs,
+		Short: "Print the decision a policy makes for one input (JSON or YAML), enforcement applied",
+		Long: `eval decides one input as the guard does (package decision): the object's
+driftguard.io/enforcement annotation in input.desired and the Guard's mode in
+input.guardSpec.enforcement are applied to the policy's decision; the output
+has the policy's own action in policyAction when they changed it, and
+"temporary": true when the change is kept only for the Guard's breakGlassTTL.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if input == "" {
 				return fmt.Errorf("--input is required")
 			}
-			d, err := policy.EvalFile(cmd.Context(), dir, input)
+			r, err := evalFile(cmd.Context(), dir, input)
 			if err != nil {
 				return err
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
-			return enc.Encode(d)
+			return enc.Encode(r)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "policy", "", "folder of Rego files (default: the built-in policy)")
 	cmd.Flags().StringVar(&input, "input", "", "input document, shaped as in docs/policy.md")
 	return cmd
+}
+
+// evalFile decides the input in inputFile with the policy in dir (the
+// built-in one when empty) and no config, as the guard decides.
+func evalFile(ctx context.Context, dir, inputFile string) (decision.Result, error) {
+	in, err := policy.ReadInput(inputFile)
+	if err != nil {
+		return decision.Result{}, err
+	}
+	e := policy.NewEngine(policy.Config{}, logr.Discard())
+	if dir != "" {
+		if err := e.LoadDir(dir); err != nil {
+			return decision.Result{}, err
+		}
+	}
+	r, err := decision.New(e, nil).DecideInput(ctx, in, decision.EnforcementOf(in))
+	if err != nil {
+		return decision.Result{}, fmt.Errorf("eval %s: %w", inputFile, err)
+	}
+	return r, nil
 }
 
 func newPolicyTestCommand() *cobra.Command {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/policy"
 )
 
@@ -53,7 +54,11 @@ Exit code 1 when any decision changes.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d decisions replayed, %d would change, %d records without a recorded input skipped\n", st.replayed, st.changed, st.skipped)
+			fmt.Fprintf(cmd.OutOrStdout(), "%d decisions replayed, %d would change, %d records without a recorded input skipped", st.replayed, st.changed, st.skipped)
+			if st.off > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), ", %d decided by enforcement off in Git skipped", st.off)
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
 			if st.changed > 0 {
 				return exitCode(1)
 			}
@@ -67,12 +72,16 @@ Exit code 1 when any decision changes.`,
 	return cmd
 }
 
-type replayStats struct{ replayed, changed, skipped int }
+// replayStats counts the records replayed, those whose decision changes,
+// those without a recorded input, and those decided by enforcement off in
+// Git (the policy was not asked).
+type replayStats struct{ replayed, changed, skipped, off int }
 
 // replay decides every decision record's input again and writes the ones
 // whose outcome changes. Lines that are not audit records are skipped.
 func replay(ctx context.Context, e *policy.Engine, r io.Reader, w io.Writer) (replayStats, error) {
 	var st replayStats
+	m := decision.New(e, nil)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -90,21 +99,29 @@ func replay(ctx context.Context, e *policy.Engine, r io.Reader, w io.Writer) (re
 		if err := dec.Decode(&in); err != nil {
 			return st, fmt.Errorf("line %d: policyInput: %w", line, err)
 		}
-		d, err := e.Decide(ctx, in)
+		if rec.Rule == decision.RuleEnforcementOff {
+			st.off++ // decided by the annotation in Git, not by the policy
+			continue
+		}
+		r, err := m.DecideInput(ctx, in, decision.EnforcementOf(in))
 		if err != nil {
 			return st, fmt.Errorf("line %d: decide %s: %w", line, rec.Object, err)
 		}
 		st.replayed++
-		oldAction := rec.Action
+		// Compared is what the policy said, before enforcement changed it.
+		oldAction, newAction := rec.Action, string(r.Action)
 		if rec.PolicyAction != "" {
-			oldAction = rec.PolicyAction // what the policy said before enforcement changed it
+			oldAction = rec.PolicyAction
 		}
-		if string(d.Action) == oldAction && d.Rule == rec.Rule {
+		if r.PolicyAction != "" {
+			newAction = string(r.PolicyAction)
+		}
+		if newAction == oldAction && r.Rule == rec.Rule {
 			continue
 		}
 		st.changed++
 		fmt.Fprintf(w, "%s %s %s %s  %s(%s) -> %s(%s)  %s\n", rec.Time.UTC().Format("2006-01-02T15:04:05Z"), rec.User, rec.Operation, rec.Object,
-			oldAction, rec.Rule, d.Action, d.Rule, d.Reason)
+			oldAction, rec.Rule, newAction, r.Rule, r.Reason)
 	}
 	if err := sc.Err(); err != nil {
 		return st, fmt.Errorf("read audit log: %w", err)
