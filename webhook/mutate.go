@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -10,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -81,9 +81,13 @@ func (s *Stamper) now() time.Time {
 	return time.Now()
 }
 
+// stampKey is the stamp annotation's key as it appears in JSON.
+var stampKey = []byte(`"` + v1alpha1.ChangedByAnnotation + `"`)
+
 // stampOf returns the changed-by annotation of a raw object ("" when none).
+// Most objects carry none, and are not decoded to say so.
 func stampOf(raw []byte) (string, error) {
-	if len(raw) == 0 {
+	if len(raw) == 0 || !bytes.Contains(raw, stampKey) {
 		return "", nil
 	}
 	var o struct {
