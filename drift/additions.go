@@ -174,7 +174,7 @@ func (a *adder) skipped(field string) bool {
 	case 1:
 		return a.path[0] == "metadata" && serverOwnedMetadata[field]
 	case 2:
-		return a.path[0] == "metadata" && a.path[1] == "annotations" && (field == StampAnnotation || ignoredAnnotations[field])
+		return a.path[0] == "metadata" && a.path[1] == "annotations" && (hasOwnPrefix(field) || ignoredAnnotations[field])
 	}
 	return false
 }

@@ -7,7 +7,10 @@ import (
 
 // StampAnnotation is the annotation in which the guard's admission webhook
 // records who made an admitted change. The webhook writes it itself, so a
-// write's own change of it is never an edit (the webhook replaces it).
+// write's own change of it is never an edit (the webhook replaces it). Like
+// the other annotations of the guard's own (OwnAnnotationPrefix: a
+// break-glass reason, which the policy reads from the incoming object), it
+// is never compared.
 const StampAnnotation = "driftguard.io/changed-by"
 
 // serverOwnedMetadata are metadata fields only the API server sets. Unlike
@@ -27,7 +30,8 @@ var serverOwnedMetadata = map[string]bool{
 // Edits returns what one write changes in an object: every field whose value
 // differs between old, the object before the write, and updated, the object
 // the write would store, outside status, server-owned metadata,
-// last-applied-configuration, the guard's stamp and the fields opts hides.
+// last-applied-configuration, the guard's own annotations (driftguard.io/)
+// and the fields opts hides.
 // Added fields have Added set and Old nil; removed ones Missing set and Live
 // nil. Desired is Git's value at the same path (nil where Git sets none).
 // Secret data is redacted. Lists whose elements all carry a distinct name are
@@ -100,7 +104,7 @@ func (e *editor) metadata(old, updated, desired map[string]any) {
 			da, _ := desired[k].(map[string]any)
 			e.enter(k, k)
 			for _, a := range unionKeys(oa, ua) {
-				if a == StampAnnotation || ignoredAnnotations[a] {
+				if hasOwnPrefix(a) || ignoredAnnotations[a] {
 					continue
 				}
 				e.field(a, oa, ua, da)
