@@ -101,11 +101,10 @@ func problemOf(dir string, err error) helmProblem {
 }
 
 func (p helmProblem) renderError() *RenderError {
-	var err error = errors.New(p.Msg)
 	if p.Limit != nil {
-		err = p.Limit
+		return &RenderError{Path: p.Path, Line: p.Line, Err: p.Limit}
 	}
-	return &RenderError{Path: p.Path, Line: p.Line, Err: err}
+	return &RenderError{Path: p.Path, Line: p.Line, Err: errors.New(p.Msg)}
 }
 
 func helmOutputError(max int64) error {
