@@ -117,7 +117,10 @@ func userOf(name, uid string, groups []string) policy.User {
 	return policy.User{Username: name, UID: uid, Groups: groups, ServiceAccount: strings.HasPrefix(name, "system:serviceaccount:")}
 }
 
-// annotationsOf returns the string annotations of obj (nil when none).
+// annotationsOf returns the string annotations of obj (nil when none). The
+// last-applied-configuration a client-side kubectl apply writes holds the
+// whole object, a Secret's values in clear among it: the policy sees its
+// digest, never the text.
 func annotationsOf(obj map[string]any) map[string]string {
 	md, _ := obj["metadata"].(map[string]any)
 	ann, _ := md["annotations"].(map[string]any)
@@ -127,8 +130,13 @@ func annotationsOf(obj map[string]any) map[string]string {
 	out := make(map[string]string, len(ann))
 	for k, v := range ann {
 		if s, ok := v.(string); ok {
+			if k == lastApplied {
+				s = drift.RedactValue(s)
+			}
 			out[k] = s
 		}
 	}
 	return out
 }
+
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"

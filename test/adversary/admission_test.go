@@ -2,7 +2,11 @@ package adversary
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -220,5 +224,42 @@ func TestControllerFightStops(t *testing.T) {
 	})
 	if rec.User != operator || !strings.Contains(rec.Reason, operator) || !strings.Contains(rec.Reason, "managedFieldsManagers") || !strings.Contains(rec.Reason, "users") {
 		t.Fatalf("fight record must name the controller and the rule to add: %+v", rec)
+	}
+}
+
+// TestSecretValuesNeverRecorded: a client-side kubectl apply of a managed
+// Secret writes the whole Secret, in clear, into the last-applied
+// annotation. The denial's record carries neither the value nor its base64.
+func TestSecretValuesNeverRecorded(t *testing.T) {
+	const ns = "adv-secret"
+	files := workload(ns)
+	files["secret.yaml"] = fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: %s\nstringData:\n  password: from-git-s3cret\n", ns)
+	repo := h.NewGuard(t, "adv-secret", true, files)
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	editorIn(t, ns)
+	const plain = "eves-own-pa55word"
+	file := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: %s\nstringData:\n  password: %s\n", ns, plain)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.KubectlAs(t, eve, "apply", "-f", file)
+	if err == nil || !strings.Contains(out, "managed by Git") {
+		t.Fatalf("the apply was not denied: %v %s", err, out)
+	}
+	h.Audit.Wait(t, 10*time.Second, "eve's denied apply", func(r audit.Record) bool {
+		return r.Guard == repo.Guard && r.User == "eve" && r.Object.Kind == "Secret"
+	})
+	raw, err := json.Marshal(h.Audit.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{plain, base64.StdEncoding.EncodeToString([]byte(plain)), "from-git-s3cret", base64.StdEncoding.EncodeToString([]byte("from-git-s3cret"))} {
+		if i := strings.Index(string(raw), secret); i >= 0 {
+			t.Errorf("a record carries a Secret value in clear (%q): …%s…", secret, raw[max(0, i-300):i])
+		}
+		// kubectl echoes the patch it sent; the guard's part is the denial.
+		if _, denial, _ := strings.Cut(out, "denied the request:"); strings.Contains(denial, secret) {
+			t.Errorf("the denial carries a Secret value in clear (%q): %s", secret, denial)
+		}
 	}
 }
