@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/base64"
+	"maps"
 	"sort"
 	"strconv"
 
@@ -19,20 +20,14 @@ type Options struct {
 	rules *objectRules
 }
 
-// serverSetMetadata are metadata fields the API server owns; Git's value for
-// them, if any, is never compared.
-var serverSetMetadata = map[string]bool{
-	"resourceVersion":            true,
-	"uid":                        true,
-	"generation":                 true,
-	"creationTimestamp":          true,
-	"deletionTimestamp":          true,
-	"deletionGracePeriodSeconds": true,
-	"managedFields":              true,
-	"selfLink":                   true,
-	"ownerReferences":            true,
-	"finalizers":                 true,
-}
+// serverSetMetadata are metadata fields whose Git value, if any, is never
+// compared: those only the API server sets, and the owner references and
+// finalizers controllers set (what a writer adds to them is an addition).
+var serverSetMetadata = func() map[string]bool {
+	m := maps.Clone(serverOwnedMetadata)
+	m["ownerReferences"], m["finalizers"] = true, true
+	return m
+}()
 
 // ignoredAnnotations are annotations that carry bookkeeping, not intent.
 var ignoredAnnotations = map[string]bool{
