@@ -111,6 +111,9 @@ func helmOutputError(max int64) error {
 	return &LimitError{What: fmt.Sprintf("the chart renders more than %s of manifests", sizeText(max)), Flag: flagHelmMaxOutput, Value: sizeText(max)}
 }
 
+// helmExecutable is the program the child runs: this one.
+var helmExecutable = os.Executable
+
 // helmSlot lets one chart render at a time: each child may use
 // HelmMaxMemoryBytes besides the guard's own memory.
 var helmSlot = make(chan struct{}, 1)
@@ -122,9 +125,9 @@ func runHelm(job *helmJob, lim Limits) (*helmResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	exe, err := os.Executable()
+	exe, err := helmExecutable()
 	if err != nil {
-		return nil, fmt.Errorf("start the process that renders the chart: %w", err)
+		return nil, &helmStartError{err}
 	}
 	helmSlot <- struct{}{}
 	defer func() { <-helmSlot }()
@@ -145,7 +148,10 @@ func runHelm(job *helmJob, lim Limits) (*helmResult, error) {
 	stderr := &cappedBuffer{max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = time.Second
-	runErr := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return nil, &helmStartError{err}
+	}
+	runErr := cmd.Wait()
 	switch {
 	case stdout.over:
 		return nil, helmOutputError(lim.HelmMaxOutputBytes)
@@ -162,6 +168,17 @@ func runHelm(job *helmJob, lim Limits) (*helmResult, error) {
 	}
 	return &res, nil
 }
+
+// helmStartError is a child that could not be started (no executable,
+// no process left): a failure of the guard's machine, not of the chart, so
+// the render is tried again rather than failed for the revision.
+type helmStartError struct{ err error }
+
+func (e *helmStartError) Error() string {
+	return "start the process that renders the chart: " + e.err.Error()
+}
+
+func (e *helmStartError) Unwrap() error { return e.err }
 
 // crashReason picks the Go runtime's reason out of a crashed child's
 // stderr ("fatal error: stack overflow", "panic: ...").

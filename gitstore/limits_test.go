@@ -251,3 +251,18 @@ func TestLimitFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmProcessThatCannotStart: when the process that renders a chart
+// cannot start, the render fails with an error that is not a RenderError,
+// so that the fetcher tries the revision again instead of failing it.
+func TestHelmProcessThatCannotStart(t *testing.T) {
+	saved := helmExecutable
+	t.Cleanup(func() { helmExecutable = saved })
+	helmExecutable = func() (string, error) { return "/nonexistent/driftguard", nil }
+	fsys := files("c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n", "c/templates/cm.yaml", cmHead)
+	_, err := Render(fsys, "c", Source{})
+	var re *RenderError
+	if err == nil || errors.As(err, &re) || !strings.Contains(err.Error(), "start the process that renders the chart") {
+		t.Fatalf("err = %v (%T), want a failure to start that is not a RenderError", err, err)
+	}
+}

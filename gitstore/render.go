@@ -54,7 +54,8 @@ func RenderWith(fsys fs.FS, dir string, src Source, opts RenderOptions) ([]*Obje
 // object that did render, so that a check (driftguard validate) can go on
 // with them. Objects of a kustomization or chart that fails are missing.
 // An error that is not a *RenderError or RenderErrors (a bad age key, a bad
-// variable name) comes with no objects.
+// variable name, a Helm process that could not start) comes with no
+// objects.
 func RenderAll(fsys fs.FS, dir string, src Source, opts RenderOptions) (objs []*Object, err error) {
 	r, err := newRenderer(fsys, src, opts)
 	if err != nil {
@@ -68,6 +69,9 @@ func RenderAll(fsys fs.FS, dir string, src Source, opts RenderOptions) (objs []*
 		}
 	}()
 	objs = r.render(cleanDir(dir))
+	if r.transient != nil {
+		return nil, r.transient
+	}
 	if opts.substitute() {
 		objs = r.substituteAll(objs)
 	}

@@ -57,7 +57,12 @@ func (r *renderer) helm(dir string) []*Object {
 		return nil
 	}
 	res, err := runHelm(job, r.lim)
-	if err != nil {
+	var notStarted *helmStartError
+	switch {
+	case errors.As(err, &notStarted):
+		r.transient = err
+		return nil
+	case err != nil:
 		r.fail(&RenderError{Path: path.Join(dir, chartFile), Err: err})
 		return nil
 	}

@@ -24,6 +24,10 @@ type renderer struct {
 
 	total     int64 // bytes read so far
 	overTotal bool  // the total went beyond lim.MaxTotalBytes (reported once)
+	// transient is a failure of the machine rather than of the revision
+	// (the Helm process could not start): the render is an error that is
+	// not a RenderError, so that it is tried again.
+	transient error
 
 	errs    []*RenderError
 	dropped int
