@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools generate verify test test-unit test-e2e bench bench-quick soak lint demo image clean
+.PHONY: all build tools test-tools generate verify test test-unit test-e2e bench bench-quick soak lint demo image clean
 
 all: build
 
@@ -16,6 +16,9 @@ build: ## Build bin/driftguard
 tools: ## Build the control-plane binaries, kubectl, KWOK, helm and linters into the cache (seconds when warm)
 	tools/build.sh >/dev/null
 
+test-tools: ## Only the binaries the tests, benchmarks and the demo run (no linters, no controller-gen)
+	tools/build.sh test >/dev/null
+
 generate: tools ## Regenerate deepcopy code and the CRD (config/crd, charts/driftguard/crds)
 	$(TOOLS_BIN)/controller-gen object paths=./api/...
 	$(TOOLS_BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd
@@ -24,22 +27,22 @@ generate: tools ## Regenerate deepcopy code and the CRD (config/crd, charts/drif
 verify: generate ## Fail when generated files are stale
 	git diff --exit-code -- api config charts/driftguard/crds
 
-test: tools ## Unit tests and the end-to-end suites on a real control plane
+test: test-tools ## Unit tests and the end-to-end suites on a real control plane
 	CI=true $(GO) test -race -count=1 -timeout 30m ./...
 
 test-unit: ## Unit tests only (no control plane)
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /devenv)
 
-test-e2e: tools ## End-to-end suites only
+test-e2e: test-tools ## End-to-end suites only
 	CI=true $(GO) test -count=1 -timeout 30m ./test/...
 
-bench: tools ## Every benchmark against its target on a real API server and Git server (under 15 minutes): one `bench:` line per figure, bench/results.json (docs/performance.md)
+bench: test-tools ## Every benchmark against its target on a real API server and Git server (under 15 minutes): one `bench:` line per figure, bench/results.json (docs/performance.md)
 	$(GO) run ./test/bench/cmd/benchrun
 
-bench-quick: tools ## The same figures from smaller runs (under 3 minutes)
+bench-quick: test-tools ## The same figures from smaller runs (under 3 minutes)
 	$(GO) run ./test/bench/cmd/benchrun -quick
 
-soak: tools ## 100 edits/s for 10 minutes; memory and latency every minute (SOAK=10m)
+soak: test-tools ## 100 edits/s for 10 minutes; memory and latency every minute (SOAK=10m)
 	$(GO) test -run '^$$' -bench BenchmarkSoak -benchtime 1x -timeout 30m ./test/bench/ -args -soak $(or $(SOAK),10m)
 
 lint: tools ## gofmt, go vet, golangci-lint (third_party/ is kept as published, patch aside)
@@ -47,7 +50,7 @@ lint: tools ## gofmt, go vet, golangci-lint (third_party/ is kept as published, 
 	$(GO) vet ./...
 	$(TOOLS_BIN)/golangci-lint run ./...
 
-demo: tools build ## Run the guard on an embedded local cluster with a Git server holding examples/shop
+demo: test-tools build ## Run the guard on an embedded local cluster with a Git server holding examples/shop
 	bin/driftguard dev --examples examples/shop
 
 # The image is tagged with the chart's appVersion, which the chart's default

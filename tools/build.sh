@@ -3,6 +3,8 @@
 # work tree, keyed by version, and prints the folder. A second run takes seconds.
 #   tools/build.sh            build everything (kube-apiserver, etcd, kcm, scheduler,
 #                             kubectl, kwok, helm, minio, controller-gen, golangci-lint)
+#   tools/build.sh test       only what the tests and the demo run (no controller-gen,
+#                             no golangci-lint: make test on a cold machine skips ~15 minutes)
 #   tools/build.sh --print    print the folder only
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,8 +54,10 @@ build_kube kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$KUBE_VERSION"
 install_mod kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 install_mod helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION"
 install_mod minio github.com/minio/minio "$MINIO_VERSION"
-install_mod controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION"
-install_mod golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_VERSION"
+if [[ "${1:-}" != "test" ]]; then
+  install_mod controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION"
+  install_mod golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_VERSION"
+fi
 
 # KWOK's stock fast stages, rendered once (it refuses to start without stages).
 if [[ ! -s "$bin/kwok-stages.yaml" || "$(cat "$bin/.kwok-stages.version" 2>/dev/null)" != "$KWOK_VERSION" ]]; then
