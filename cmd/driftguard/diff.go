@@ -114,7 +114,11 @@ func printChanges(out io.Writer, object, where string, changes []drift.Change) {
 		if !c.Missing {
 			liveValue = jsonText(c.Live)
 		}
-		fmt.Fprintf(out, "  %s: -%s +%s\n", c.Path, jsonText(c.Desired), liveValue)
+		gitValue := jsonText(c.Desired)
+		if c.Added {
+			gitValue = "(not in Git)"
+		}
+		fmt.Fprintf(out, "  %s: -%s +%s\n", c.Path, gitValue, liveValue)
 	}
 	if len(changes) == 1 {
 		fmt.Fprintln(out, "1 field differs")

@@ -124,6 +124,8 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sna
 		if len(changes) > 0 && applier.DryRun(ctx, o, live) == nil {
 			changes = o.Drift(live.Object, opts)
 		}
+		// What someone added that Git does not set, as self-heal sees it.
+		changes = append(changes, drift.Additions(o.Obj().Object, live.Object, reconcile.FieldManager, opts)...)
 		if len(changes) > 0 {
 			printChanges(out, o.Key.Display(), where, changes)
 			differ++
