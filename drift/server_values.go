@@ -80,3 +80,34 @@ func valueEqual(a, b any) bool {
 	bf, bok := number(b)
 	return aok && bok && af == bf
 }
+
+// WithoutDroppedEmpty drops the changes where Git sets an empty value (false,
+// 0, "", {} or []) that the cluster lacks: what the API server drops from
+// omitempty fields. It is for callers without the server values of an apply
+// or dry run (adopting live values into Git, say), which must not read such a
+// field as removed; with server values, Filter says it exactly.
+func WithoutDroppedEmpty(changes []Change) []Change {
+	var out []Change
+	for _, c := range changes {
+		if c.Missing && isEmpty(c.Desired) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	}
+	n, ok := number(v)
+	return ok && n == 0
+}

@@ -36,7 +36,7 @@ func TestAdoptOps(t *testing.T) {
 			}}},
 		},
 	}
-	got := AdoptOps(drift.Compare(desired, live, drift.Options{}))
+	got := AdoptOps(drift.WithoutDroppedEmpty(drift.Compare(desired, live, drift.Options{})))
 	want := []yamledit.Op{
 		{Pointer: "/spec/minReadySeconds", Delete: true},
 		{Pointer: "/spec/replicas", Value: int64(8)},

@@ -414,7 +414,9 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 	if kust := kustomizationAbove(fsys, want.Source.Path, git.Path); kust != "" {
 		return adopted{}, fmt.Errorf("%s comes from %s, built by %s: its patches may set the fields, so adopt does not edit it; change the overlay by hand", display(gvk.Kind, ns, name), want.Source.Path, kust)
 	}
-	changes := drift.Compare(want.Obj().Object, live.Object, drift.For(rules, gvk.Group, gvk.Kind, ns, name, live.Object))
+	// No server values here: a false Git sets and the server dropped is
+	// no change to adopt.
+	changes := drift.WithoutDroppedEmpty(drift.Compare(want.Obj().Object, live.Object, drift.For(rules, gvk.Group, gvk.Kind, ns, name, live.Object)))
 	if len(changes) == 0 {
 		return adopted{}, gitwrite.ErrNoChange
 	}
@@ -503,7 +505,7 @@ func clearBreakGlass(ctx context.Context, out, errOut io.Writer, k *cluster, gua
 		if err := k.client.Get(ctx, key, now); err != nil {
 			return fmt.Errorf("get %s: %w", object, err)
 		}
-		if changes := drift.Compare(desired, now.Object, drift.For(rules, gvk.Group, gvk.Kind, key.Namespace, key.Name, now.Object)); len(changes) > 0 {
+		if changes := drift.WithoutDroppedEmpty(drift.Compare(desired, now.Object, drift.For(rules, gvk.Group, gvk.Kind, key.Namespace, key.Name, now.Object))); len(changes) > 0 {
 			fmt.Fprintf(errOut, "warning: %s changed again since the adoption (%s); the break-glass annotations stay\n", object, strings.Join(drift.Paths(changes), ", "))
 			return nil
 		}
