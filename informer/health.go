@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
 )
 
@@ -108,7 +109,12 @@ func (w *Watcher) transformFor(gvk schema.GroupVersionKind) func(any) (any, erro
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			it := item{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName()}
 			if book.note(it, u) && w.HealthChanged != nil {
-				w.HealthChanged(u.GetLabels()[w.LabelKey])
+				// The Guard is the one whose snapshot holds the object, not
+				// the label's value, which any writer sets (and which names
+				// Guards of other shards too).
+				if guard, _, ok := w.lookup(it.key()); ok {
+					w.HealthChanged(guard)
+				}
 			}
 			stripped, err := stripForCache(u)
 			if err != nil {
@@ -118,4 +124,12 @@ func (w *Watcher) transformFor(gvk schema.GroupVersionKind) func(any) (any, erro
 		}
 		return stripForCache(obj)
 	}
+}
+
+// lookup is Store.Lookup, nothing without a store.
+func (w *Watcher) lookup(key gitstore.ObjectKey) (string, *gitstore.Object, bool) {
+	if w.Store == nil {
+		return "", nil, false
+	}
+	return w.Store.Lookup(key)
 }
