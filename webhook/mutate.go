@@ -25,7 +25,7 @@ import (
 // authenticated them, and the request's UID (ChangedByAnnotation), signed
 // by Stamps, so that the drift record that follows names a person. A stamp
 // is the guard's alone: a write that sets or changes it otherwise gets the
-// object's previous stamp back.
+// object's previous stamp back (one that removes it may).
 type Stamper struct {
 	Validator *Validator
 	// Stamps signs stamps; without it none is issued.
@@ -53,7 +53,13 @@ func (s *Stamper) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err != nil {
 		return out.resp // the review could not decode it either and said so
 	}
-	want, _ := stampOf(req.OldObject.Raw) // a write nobody decided keeps the stamp it had
+	// A write nobody decided gets the object's previous stamp back when it
+	// writes or changes one; removing one (driftguard adopt does) can only
+	// make the next change "unknown", so it stays removed.
+	want := incoming
+	if incoming != "" {
+		want, _ = stampOf(req.OldObject.Raw)
+	}
 	if out.decided && s.Stamps != nil {
 		key := requestKey(schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}, req)
 		c := v1alpha1.ChangedBy{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, Time: s.now().UTC().Truncate(time.Second), RequestUID: string(req.UID)}

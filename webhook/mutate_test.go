@@ -45,6 +45,7 @@ func TestStamper(t *testing.T) {
 		{"denied change: the denial, no stamp", request(admissionv1.Update, "alice", "", scaled), false, "", 1},
 		{"no Git field changes: nothing to decide", request(admissionv1.Update, "alice", "", desiredDeployment), true, "", 0},
 		{"a stamp written by hand, nothing else: removed", request(admissionv1.Update, "alice", "", forged), true, "remove", 0},
+		{"a stamp removed: stays removed", replacing("alice", forged, desiredDeployment), true, "", 0},
 		{"scale subresource: left to the validating webhook", request(admissionv1.Update, "alice", "scale", `{"kind":"Scale","spec":{"replicas":5}}`), true, "", 0},
 		{"delete: left to the validating webhook", request(admissionv1.Delete, "alice", "", desiredDeployment), true, "", 0},
 	}
