@@ -37,7 +37,16 @@ func NewSigner(key func() ([]byte, error)) *Signer { return &Signer{key: key} }
 // KeyFromCertificate derives a stamp key from the webhook's serving key, which
 // every replica of the guard shares (the certificate Secret) and no one else
 // holds.
+//
+// The key is derived once per serving certificate (the source hands out the
+// same *tls.Certificate until it rotates), not on every stamp issued or
+// verified.
 func KeyFromCertificate(get func(*tls.ClientHelloInfo) (*tls.Certificate, error)) func() ([]byte, error) {
+	var (
+		mu   sync.Mutex
+		last *tls.Certificate
+		key  []byte
+	)
 	return func() ([]byte, error) {
 		cert, err := get(nil)
 		if err != nil {
@@ -46,13 +55,19 @@ func KeyFromCertificate(get func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 		if cert == nil || cert.PrivateKey == nil {
 			return nil, errors.New("stamp key: the serving certificate has no private key")
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		if cert == last {
+			return key, nil
+		}
 		der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
 		if err != nil {
 			return nil, fmt.Errorf("stamp key: %w", err)
 		}
 		mac := hmac.New(sha256.New, der)
 		mac.Write([]byte("driftguard.io/changed-by v1"))
-		return mac.Sum(nil), nil
+		last, key = cert, mac.Sum(nil)
+		return key, nil
 	}
 }
 
