@@ -201,6 +201,18 @@ type GuardSpec struct {
 	// Suspend stops reconciliation and self-heal of this Guard.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// ServiceAccountName is the service account, in the guard's own
+	// namespace, whose rights the Guard's writes use: apply, prune, dry
+	// runs, health reads of its objects and self-heal's reverts impersonate
+	// system:serviceaccount:<guard's namespace>:<serviceAccountName>. Empty:
+	// the guard's --default-service-account, and without one the guard's
+	// own identity. The namespace is always the guard's own: a Guard cannot
+	// name another namespace's service account.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // VarsReference names a ConfigMap or Secret whose data are variables.
