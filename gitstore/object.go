@@ -11,6 +11,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Object is one rendered manifest and where it comes from.
@@ -31,6 +32,22 @@ type Object struct {
 	raw     []byte                     // the object as JSON, once frozen
 	decoded atomic.Pointer[weak.Pointer[unstructured.Unstructured]]
 	server  atomic.Pointer[drift.ServerValues] // see ServerValues
+	// sensitive are the secret values of the render the object comes
+	// from (shared by all its objects); nil when it had none.
+	sensitive *redact.Sensitive
+}
+
+// Sensitive returns the values the render of o marked secret: decrypted
+// SOPS values, variables from Secrets, the data of the Secrets it
+// rendered, its age keys. Nil when there are none.
+func (o *Object) Sensitive() *redact.Sensitive { return o.sensitive }
+
+// NewObjectFrom is NewObject for a changed copy of from (a decorated
+// object): the same source, and from's sensitive values.
+func NewObjectFrom(u *unstructured.Unstructured, from *Object) *Object {
+	o := NewObject(u, from.Source)
+	o.sensitive = from.sensitive
+	return o
 }
 
 // NewObject returns the object for u (JSON-compatible values only), keyed

@@ -19,6 +19,10 @@ type RenderOptions struct {
 	// holding ${...} for another tool are left alone; an empty, non-nil map
 	// turns it on (every ${NAME} without a default is then an error).
 	Vars map[string]string `json:"vars,omitempty"`
+	// SecretVars name the variables of Vars whose value comes from a
+	// Secret (spec.varsFrom): their values are marked sensitive (see
+	// Object.Sensitive) and never leave the process in clear.
+	SecretVars []string `json:"secretVars,omitempty"`
 	// Helm says how a path holding a Chart.yaml is rendered.
 	Helm HelmOptions `json:"helm"`
 	// AgeKeys are age identities (AGE-SECRET-KEY-1...), one or more per
@@ -81,6 +85,12 @@ func (o RenderOptions) Hash() string {
 	h.Write(b)
 	h.Write([]byte{0})
 	h.Write(o.Helm.Values)
+	secretVars := slices.Clone(o.SecretVars)
+	slices.Sort(secretVars)
+	for _, v := range secretVars {
+		h.Write([]byte{1})
+		h.Write([]byte(v))
+	}
 	keys := slices.Clone(o.AgeKeys)
 	slices.Sort(keys)
 	for _, k := range keys {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Render renders dir of fsys with the default options: no variable
@@ -65,7 +67,7 @@ func RenderAll(fsys fs.FS, dir string, src Source, opts RenderOptions) (objs []*
 	// that renders every Guard.
 	defer func() {
 		if v := recover(); v != nil {
-			objs, err = nil, &RenderError{Path: cleanDir(dir), Err: fmt.Errorf("render failed: %v", v)}
+			objs, err = nil, r.scrub(&RenderError{Path: cleanDir(dir), Err: fmt.Errorf("render failed: %v", v)})
 		}
 	}()
 	objs = r.render(cleanDir(dir))
@@ -74,6 +76,10 @@ func RenderAll(fsys fs.FS, dir string, src Source, opts RenderOptions) (objs []*
 	}
 	if opts.substitute() {
 		objs = r.substituteAll(objs)
+	}
+	r.markSensitive(objs)
+	if n, size := r.sensitive.Len(), r.sensitive.Size(); n > redact.MaxSecretValues || size > redact.MaxSecretBytes {
+		return nil, &RenderError{Path: cleanDir(dir), Err: fmt.Errorf("the revision holds %d secret values (%d bytes: decrypted, from Secrets, or data of Secrets), more than the guard keeps track of (%d values, %d bytes) to keep them out of records and messages", n, size, redact.MaxSecretValues, redact.MaxSecretBytes)}
 	}
 	return objs, r.err()
 }

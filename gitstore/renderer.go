@@ -1,8 +1,12 @@
 package gitstore
 
 import (
+	"encoding/base64"
 	"errors"
+	"strings"
+
 	"fmt"
+	"github.com/driftguard/driftguard/redact"
 	"io"
 	"io/fs"
 	"path"
@@ -32,6 +36,11 @@ type renderer struct {
 	errs    []*RenderError
 	dropped int
 
+	// sensitive are the values the render must not let out in clear:
+	// decrypted SOPS values, the age keys, variables from Secrets, the
+	// data of Secrets it renders. Every object it returns carries them.
+	sensitive *redact.Sensitive
+
 	kfs      *kustomizeFS       // the tree copied for Kustomize, made once
 	fileDocs map[string][]docAt // documents of files, to find an object's line
 }
@@ -46,7 +55,20 @@ func newRenderer(fsys fs.FS, src Source, opts RenderOptions) (*renderer, error) 
 			return nil, err
 		}
 	}
-	return &renderer{fsys: fsys, src: src, opts: opts, keys: keys, lim: opts.Limits.effective()}, nil
+	sensitive := &redact.Sensitive{}
+	keys.sensitive = sensitive
+	for _, k := range opts.AgeKeys {
+		sensitive.Add(k)
+		for line := range strings.Lines(k) {
+			sensitive.Add(strings.TrimSpace(line))
+		}
+	}
+	for _, name := range opts.SecretVars {
+		if v, ok := opts.Vars[name]; ok {
+			sensitive.Add(v)
+		}
+	}
+	return &renderer{fsys: fsys, src: src, opts: opts, keys: keys, lim: opts.Limits.effective(), sensitive: sensitive}, nil
 }
 
 // read reads file p of the tree within the limits: the file's size and
@@ -139,7 +161,14 @@ func (r *renderer) fail(err error) {
 }
 
 // err returns the problems recorded: nil, a *RenderError or RenderErrors.
+// Their messages never hold a sensitive value of the render (a decoder's
+// error may quote a decrypted or substituted value).
 func (r *renderer) err() error {
+	if r.sensitive.Len() > 0 {
+		for i, e := range r.errs {
+			r.errs[i] = r.scrub(e)
+		}
+	}
 	switch len(r.errs) {
 	case 0:
 		return nil
@@ -151,6 +180,55 @@ func (r *renderer) err() error {
 		out = append(out, &RenderError{Path: r.errs[0].Path, Err: errors.New(plural(r.dropped, "more problem") + " not shown")})
 	}
 	return out
+}
+
+// scrub returns e with its message scrubbed of the render's sensitive
+// values; errors.Is and errors.As still see what it wraps.
+func (r *renderer) scrub(e *RenderError) *RenderError {
+	msg := e.Err.Error()
+	if clean := r.sensitive.Scrub(msg); clean != msg {
+		return &RenderError{Path: e.Path, Line: e.Line, Err: &scrubbedError{msg: clean, err: e.Err}}
+	}
+	return e
+}
+
+// scrubbedError is an error whose message had secret values taken out.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// markSensitive adds the data of the Secrets among objs to the render's
+// sensitive values, and gives every object the render's values.
+func (r *renderer) markSensitive(objs []*Object) {
+	for _, o := range objs {
+		if o.Key.Group != "" || o.Key.Kind != "Secret" {
+			continue
+		}
+		u := o.Obj().Object
+		if data, ok := u["data"].(map[string]any); ok {
+			for _, v := range data {
+				s, _ := v.(string)
+				if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+					r.sensitive.Add(string(b))
+				} else {
+					r.sensitive.Add(s)
+				}
+			}
+		}
+		if data, ok := u["stringData"].(map[string]any); ok {
+			r.sensitive.AddValue(data)
+		}
+	}
+	if r.sensitive.Len() == 0 {
+		return
+	}
+	for _, o := range objs {
+		o.sensitive = r.sensitive
+	}
 }
 
 // repoPath joins a path relative to folder dir of the repository.

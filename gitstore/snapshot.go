@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Source says where in Git an object comes from.
@@ -24,10 +26,11 @@ type Snapshot struct {
 	URL, Revision string
 	Objects       []*Object // in file order (sorted by path, then document order)
 
-	byKey   map[ObjectKey]*Object
-	kinds   []schema.GroupVersionKind
-	mu      sync.Mutex // held while the objects are finished or copied; see Claim
-	claimed bool
+	sensitive []*redact.Sensitive // of the renders of its objects, distinct
+	byKey     map[ObjectKey]*Object
+	kinds     []schema.GroupVersionKind
+	mu        sync.Mutex // held while the objects are finished or copied; see Claim
+	claimed   bool
 }
 
 // Claim lets the first caller finish the snapshot's objects in place (add a
@@ -61,6 +64,9 @@ func NewSnapshot(url, revision string, objs []*Object) (*Snapshot, error) {
 			continue
 		}
 		s.byKey[o.Key] = o
+		if o.sensitive != nil && !slices.Contains(s.sensitive, o.sensitive) {
+			s.sensitive = append(s.sensitive, o.sensitive)
+		}
 		gvk := o.GVK()
 		if !seen[gvk] {
 			seen[gvk] = true
@@ -76,6 +82,21 @@ func NewSnapshot(url, revision string, objs []*Object) (*Snapshot, error) {
 	}
 	sortGVKs(s.kinds)
 	return s, nil
+}
+
+// SensitiveValues are the secret values of the snapshot's objects (see
+// Object.Sensitive), which must never leave the process in clear: a Store
+// registers them with redact.Secrets for as long as the snapshot is in
+// force.
+func (s *Snapshot) SensitiveValues() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range s.sensitive {
+		out = append(out, v.List()...)
+	}
+	return out
 }
 
 // Freeze keeps every object as compact JSON from now on (see Object). Call

@@ -9,11 +9,15 @@ import (
 	"filippo.io/age"
 
 	"github.com/driftguard/driftguard/gitstore/sopsfile"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // ageKeys are the parsed age identities of one render.
 type ageKeys struct {
 	ids []age.Identity
+	// sensitive collects the values decrypted with the keys (and the keys
+	// themselves), when set.
+	sensitive *redact.Sensitive
 }
 
 // CheckAgeKey reports whether s holds one or more age identities
@@ -107,7 +111,10 @@ func (k ageKeys) decrypt(p string, data []byte, lim Limits) ([]byte, error) {
 	if manifestFormat(p) == "json" {
 		format = sopsfile.JSON
 	}
-	plain, err := sopsfile.DecryptWithin(data, format, k.ids, sopsfile.Limits{MaxDepth: lim.MaxDepth, MaxDecodedBytes: lim.MaxDecodedBytes})
+	plain, values, err := sopsfile.DecryptValues(data, format, k.ids, sopsfile.Limits{MaxDepth: lim.MaxDepth, MaxDecodedBytes: lim.MaxDecodedBytes})
+	for _, v := range values {
+		k.sensitive.Add(v) // secret wherever it shows up: records, messages, status
+	}
 	var le *sopsfile.LimitError
 	if errors.As(err, &le) {
 		switch le.Limit {

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Store holds the last good Snapshot of every Guard and an index from
@@ -43,6 +45,11 @@ func (s *Store) Set(guard string, snap *Snapshot) {
 		s.Remove(guard)
 		return
 	}
+	// The revision's secret values are scrubbed from everything that
+	// leaves the process from now on, and the previous revision's are
+	// forgotten. The render refused a revision with more than the
+	// registry takes.
+	redact.Secrets.Set(guard, snap.SensitiveValues())
 	s.mu.Lock()
 	old := s.snaps[guard]
 	s.snaps[guard] = snap
@@ -73,6 +80,7 @@ func (s *Store) Remove(guard string) {
 	if ok {
 		s.notify()
 	}
+	redact.Secrets.Forget(guard)
 }
 
 // unclaim drops guard's claim on k and re-indexes k. Callers hold mu.

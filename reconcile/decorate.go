@@ -89,7 +89,7 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 			objs = append(objs, o)
 			continue
 		}
-		objs = append(objs, gitstore.NewObject(u, o.Source))
+		objs = append(objs, gitstore.NewObjectFrom(u, o))
 	}
 	if inPlace && !rekeyed {
 		// The same objects under the same keys: the snapshot is its own

@@ -26,11 +26,11 @@ const AgeKeySuffix = ".agekey"
 // never a value.
 func RenderOptions(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (gitstore.RenderOptions, error) {
 	var opts gitstore.RenderOptions
-	vars, err := Vars(ctx, c, g, defaultNamespace)
+	vars, fromSecrets, err := Vars(ctx, c, g, defaultNamespace)
 	if err != nil {
 		return opts, err
 	}
-	opts.Vars = vars
+	opts.Vars, opts.SecretVars = vars, fromSecrets
 	opts.Helm.ReleaseName = g.Name
 	if h := g.Spec.Helm; h != nil {
 		if h.ReleaseName != "" {
@@ -79,12 +79,14 @@ func AgeKeys(data map[string][]byte) ([]string, error) {
 // Vars returns the substitution variables of a Guard: the data of the
 // ConfigMaps and Secrets of spec.varsFrom in order (later entries win),
 // then spec.vars over all. It returns nil, turning substitution off, when
-// the Guard names neither.
-func Vars(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (map[string]string, error) {
+// the Guard names neither. fromSecrets names, sorted, the variables whose
+// value comes from a Secret: the render marks their values sensitive.
+func Vars(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (vars map[string]string, fromSecrets []string, err error) {
 	if g.Spec.Vars == nil && len(g.Spec.VarsFrom) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	vars := map[string]string{}
+	vars = map[string]string{}
+	secret := map[string]bool{}
 	for i, ref := range g.Spec.VarsFrom {
 		field := fmt.Sprintf("spec.varsFrom[%d]", i)
 		ns := ref.Namespace
@@ -101,7 +103,7 @@ func Vars(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamesp
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%s: configmap %s: %w", field, key, err)
+				return nil, nil, fmt.Errorf("%s: configmap %s: %w", field, key, err)
 			}
 			data = cm.Data
 		case "Secret":
@@ -111,27 +113,33 @@ func Vars(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamesp
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%s: secret %s: %w", field, key, err)
+				return nil, nil, fmt.Errorf("%s: secret %s: %w", field, key, err)
 			}
 			data = make(map[string]string, len(s.Data))
 			for k, v := range s.Data {
 				data[k] = string(v)
 			}
 		default:
-			return nil, fmt.Errorf("%s.kind %q is not ConfigMap or Secret", field, ref.Kind)
+			return nil, nil, fmt.Errorf("%s.kind %q is not ConfigMap or Secret", field, ref.Kind)
 		}
 		for k, v := range data {
 			if err := gitstore.CheckVarName(k); err != nil {
-				return nil, fmt.Errorf("%s: %s %s: key %w", field, strings.ToLower(ref.Kind), key, err)
+				return nil, nil, fmt.Errorf("%s: %s %s: key %w", field, strings.ToLower(ref.Kind), key, err)
 			}
-			vars[k] = v
+			vars[k], secret[k] = v, ref.Kind == "Secret"
 		}
 	}
 	for k, v := range g.Spec.Vars {
 		if err := gitstore.CheckVarName(k); err != nil {
-			return nil, fmt.Errorf("spec.vars: %w", err)
+			return nil, nil, fmt.Errorf("spec.vars: %w", err)
 		}
-		vars[k] = v
+		vars[k], secret[k] = v, false
 	}
-	return vars, nil
+	for k, s := range secret {
+		if s {
+			fromSecrets = append(fromSecrets, k)
+		}
+	}
+	slices.Sort(fromSecrets)
+	return vars, fromSecrets, nil
 }

@@ -122,6 +122,16 @@ func Decrypt(data []byte, format Format, ids []age.Identity) ([]byte, error) {
 // to more text is a *LimitError (wrapped), found before anything is
 // decrypted.
 func DecryptWithin(data []byte, format Format, ids []age.Identity, lim Limits) ([]byte, error) {
+	plain, _, err := DecryptValues(data, format, ids, lim)
+	return plain, err
+}
+
+// DecryptValues is DecryptWithin that also returns the values that were
+// encrypted, as text (a number or a boolean as it is written), in file
+// order: what the caller must treat as secret wherever it shows up later
+// (gitstore marks them for redaction). Values that were not encrypted
+// (unencrypted_suffix and the like) and comments are not among them.
+func DecryptValues(data []byte, format Format, ids []age.Identity, lim Limits) ([]byte, []string, error) {
 	type file interface {
 		trees() []*branch
 		emit() ([]byte, error)
@@ -142,47 +152,51 @@ func DecryptWithin(data []byte, format Format, ids []age.Identity, lim Limits) (
 		f, err = loadYAML(data, l)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("not a valid SOPS file: %w", err)
+		return nil, nil, fmt.Errorf("not a valid SOPS file: %w", err)
 	}
 	md, err := parseMetadata(f.metadata())
 	var unsupported unsupportedError
 	if errors.As(err, &unsupported) {
-		return nil, err
+		return nil, nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("not a valid SOPS file: %w", err)
+		return nil, nil, fmt.Errorf("not a valid SOPS file: %w", err)
 	}
 	if len(md.ageKeys) == 0 {
 		if len(md.otherKeyTypes) == 0 {
-			return nil, errors.New("not a valid SOPS file: sops metadata has no keys")
+			return nil, nil, errors.New("not a valid SOPS file: sops metadata has no keys")
 		}
-		return nil, &NotAgeError{KeyTypes: md.otherKeyTypes}
+		return nil, nil, &NotAgeError{KeyTypes: md.otherKeyTypes}
 	}
 	key, err := dataKey(md, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := newDataCipher(key)
 	if err != nil {
-		return nil, fmt.Errorf("SOPS decryption failed: %w", err)
+		return nil, nil, fmt.Errorf("SOPS decryption failed: %w", err)
 	}
 	w := newWalker(c, md)
 	for _, b := range f.trees() {
 		if err := w.branch(b, nil, nil); err != nil {
-			return nil, fmt.Errorf("SOPS decryption failed: %w", err)
+			return nil, nil, fmt.Errorf("SOPS decryption failed: %w", err)
 		}
 	}
 	stored, err := c.decrypt(md.mac, md.lastModified)
 	if errors.Is(err, errAuth) {
-		return nil, fmt.Errorf("SOPS decryption failed: the MAC does not decrypt: %w", ErrModified)
+		return nil, nil, fmt.Errorf("SOPS decryption failed: the MAC does not decrypt: %w", ErrModified)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("SOPS decryption failed: the MAC does not decrypt: %w", err)
+		return nil, nil, fmt.Errorf("SOPS decryption failed: the MAC does not decrypt: %w", err)
 	}
 	if s, ok := stored.(string); !ok || subtle.ConstantTimeCompare([]byte(s), []byte(w.sum())) != 1 {
-		return nil, ErrMACMismatch
+		return nil, nil, ErrMACMismatch
 	}
-	return f.emit()
+	plain, err := f.emit()
+	if err != nil {
+		return nil, nil, err
+	}
+	return plain, w.plain, nil
 }
 
 func (f *yamlFile) trees() []*branch { return f.branches }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"strings"
+	"time"
 )
 
 // The tree of a file as sops sees it, in the order sops walks it: a
@@ -43,6 +44,7 @@ type walker struct {
 	rules   rules
 	macOnly bool
 	mac     hash.Hash
+	plain   []string // the decrypted values, as text
 }
 
 func newWalker(c dataCipher, md metadata) *walker {
@@ -158,10 +160,26 @@ func (w *walker) leaf(l *leaf, path []string, stack [][]string) error {
 		}
 		w.mac.Write(b)
 	}
+	if enc && !l.isComment {
+		w.plain = append(w.plain, plainText(v))
+	}
 	if enc && l.set != nil {
 		l.set(v)
 	}
 	return nil
+}
+
+// plainText is a decrypted value as text.
+func plainText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	case time.Time:
+		return v.Format(time.RFC3339Nano)
+	}
+	return fmt.Sprint(v)
 }
 
 // where names a value by its keys and line; keys are plain in SOPS files.
