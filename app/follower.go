@@ -162,13 +162,19 @@ func (f *follower) followOne(ctx context.Context, g *v1alpha1.Guard) error {
 	f.fetched[g.Name] = snap
 	f.mu.Unlock()
 	f.log.Info("following a Guard's source for the webhook", "guard", g.Name, "revision", decorated.Revision, "objects", len(decorated.Objects))
-	f.serverValues(ctx, decorated)
+	f.serverValues(ctx, g.Name, decorated)
 	return nil
 }
 
 // serverValues asks the API server, in a server-side dry run, what each
 // object is stored as, so the webhook compares like the leader's.
-func (f *follower) serverValues(ctx context.Context, snap *gitstore.Snapshot) {
+func (f *follower) serverValues(ctx context.Context, guard string, snap *gitstore.Snapshot) {
+	// The dry runs act as the Guard's identity, as the leader's applies do.
+	applier, err := f.applier.ForGuard(ctx, guard)
+	if err != nil {
+		f.log.V(1).Info("no server-side dry runs; the webhook compares with Git's text", "guard", guard, "error", err.Error())
+		return
+	}
 	for _, o := range snap.Objects {
 		if ctx.Err() != nil {
 			return
@@ -176,7 +182,7 @@ func (f *follower) serverValues(ctx context.Context, snap *gitstore.Snapshot) {
 		if _, checked := o.ServerValues(); checked {
 			continue
 		}
-		if err := f.applier.DryRun(ctx, o, nil); err != nil {
+		if err := applier.DryRun(ctx, o, nil); err != nil {
 			f.log.V(1).Info("server-side dry run failed; the webhook compares with Git's text", "object", o.Key.String(), "error", err.Error())
 			o.SetServerValues(nil)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/driftguard/driftguard/gitstore"
 )
@@ -39,6 +40,10 @@ type Options struct {
 	// Shard limits this process to Guards labelled driftguard.io/shard=Shard
 	// (empty: Guards without the label).
 	Shard string
+	// DefaultServiceAccount is the service account, in Namespace, whose
+	// rights the writes of a Guard without spec.serviceAccountName use
+	// (impersonated); empty: the guard's own identity.
+	DefaultServiceAccount string
 
 	WebhookAddr        string
 	WebhookURL         string
@@ -145,6 +150,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NotifySecret, "notify-secret", o.NotifySecret, "Secret (in --namespace) whose key \"address\" is a URL: sync failures, Degraded Guards and drift are posted there as JSON")
 	fs.DurationVar(&o.NotifyPeriod, "notify-period", o.NotifyPeriod, "at most one notification of a kind per Guard in this period; the next one counts those held back")
 	fs.StringVar(&o.Shard, "shard", o.Shard, "reconcile only Guards labelled driftguard.io/shard=NAME (empty: only Guards without that label)")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", o.DefaultServiceAccount, "service account in --namespace whose rights a Guard without spec.serviceAccountName applies, prunes and self-heals with (impersonated); empty: the guard's own identity. Platform teams should set it")
 
 	fs.StringVar(&o.WebhookAddr, "webhook-addr", o.WebhookAddr, "address the admission webhook listens on (TLS)")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "URL the API server calls when the guard runs outside the cluster (default https://<webhook-addr>)")
@@ -221,6 +227,11 @@ func (o *Options) Validate() error {
 	}
 	if o.CertDir != "" && o.CertSecret != "" {
 		return fmt.Errorf("--cert-dir and --cert-secret: give one, not both")
+	}
+	if o.DefaultServiceAccount != "" {
+		if errs := validation.IsDNS1123Subdomain(o.DefaultServiceAccount); len(errs) > 0 {
+			return fmt.Errorf("--default-service-account %q: not a service account name: %s", o.DefaultServiceAccount, strings.Join(errs, "; "))
+		}
 	}
 	if o.AuditQueueSize < 1 {
 		return fmt.Errorf("--audit-queue-size: must be at least 1, got %d", o.AuditQueueSize)

@@ -99,7 +99,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		// managed objects only: never every object of a kind in the cluster.
 		Cache: cache.Options{
 			DefaultLabelSelector: managedSelector,
-			ByObject:             map[client.Object]cache.ByObject{&v1alpha1.Guard{}: {Label: labels.Everything()}},
+			ByObject: map[client.Object]cache.ByObject{
+				&v1alpha1.Guard{}: {Label: labels.Everything()},
+				// The service accounts Guards act as (spec.serviceAccountName),
+				// of the guard's own namespace only; watched only once a
+				// Guard names one.
+				&corev1.ServiceAccount{}: {Label: labels.Everything(), Namespaces: map[string]cache.Config{o.Namespace: {}}},
+			},
 		},
 		// A replica that stops gives up the lease at once: the next one
 		// takes over without waiting for it to expire.
@@ -184,7 +190,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			return fmt.Errorf("--ignore-file: %w", err)
 		}
 	}
-	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules, Concurrency: o.ApplyConcurrency}
+	// Whom each Guard's writes act as: its service account, impersonated,
+	// or the guard itself (docs/security.md, "Per-Guard identity").
+	identities := &reconcile.Identities{
+		Config: cfg, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Own: mgr.GetClient(),
+		Namespace: o.Namespace, Default: o.DefaultServiceAccount, Self: self,
+		Guards: mgr.GetClient(), ServiceAccounts: mgr.GetClient(),
+	}
+	if o.DefaultServiceAccount != "" {
+		log.Info("Guards without spec.serviceAccountName act as the default service account", "user", reconcile.ServiceAccountUser(o.Namespace, o.DefaultServiceAccount))
+	}
+	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules, Concurrency: o.ApplyConcurrency, Identities: identities}
 	// Stamps are signed with a key derived from the webhook's serving key
 	// (certs, set below before anything is served).
 	var serving servingCerts
@@ -214,7 +230,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			watcher.SetCustomHealth(he)
 		}
 	})
-	healthTracker := &reconcile.HealthTracker{Source: watcher, Live: watcher, Reader: mgr.GetAPIReader()}
+	healthTracker := &reconcile.HealthTracker{Source: watcher, Live: watcher, Reader: mgr.GetAPIReader(), Identities: identities}
 	// The answer to each of the guard's own applies (self-heal's too) goes
 	// to the health tracker and to the inventory of what the guard applied,
 	// the only objects prune may delete.
@@ -347,6 +363,10 @@ func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []b
 			FailurePolicy:  admissionregistrationv1.FailurePolicyType(o.FailurePolicy),
 			TimeoutSeconds: int32(o.WebhookTimeout / time.Second), LabelKey: reconcile.GuardLabel,
 			ExcludeNamespaces: excluded, SkipUsers: []string{self},
+			// The service accounts Guards act as write what Git says, as the
+			// guard does; they are all of its own namespace, whose pods can
+			// run as the guard itself anyway.
+			SkipUserPrefixes: []string{reconcile.ServiceAccountPrefix(o.Namespace)},
 		}
 		if o.WebhookService != "" {
 			registration.ServiceNamespace, registration.ServiceName, registration.ServicePort = o.Namespace, o.WebhookService, o.WebhookServicePort
@@ -379,28 +399,48 @@ type nonLeader func(ctx context.Context) error
 func (f nonLeader) Start(ctx context.Context) error { return f(ctx) }
 func (f nonLeader) NeedLeaderElection() bool        { return false }
 
-// reverter adapts the Applier to the informer's Reverter.
+// reverter adapts the Applier to the informer's Reverter: each write acts
+// as the identity of the Guard the object belongs to.
 type reverter struct{ a *reconcile.Applier }
 
-func (r reverter) Revert(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error {
-	_, err := r.a.Revert(ctx, want, live)
+func (r reverter) Revert(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) error {
+	a, err := r.a.ForGuard(ctx, guard)
+	if err != nil {
+		return err
+	}
+	_, err = a.Revert(ctx, want, live)
 	return err
 }
 
-func (r reverter) DryRun(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error {
-	return r.a.DryRun(ctx, want, live)
+func (r reverter) DryRun(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) error {
+	a, err := r.a.ForGuard(ctx, guard)
+	if err != nil {
+		return err
+	}
+	return a.DryRun(ctx, want, live)
 }
 
-func (r reverter) RemoveAdditions(ctx context.Context, live *unstructured.Unstructured, added []drift.Change) error {
-	return r.a.RemoveAdditions(ctx, live, added)
+func (r reverter) RemoveAdditions(ctx context.Context, guard string, live *unstructured.Unstructured, added []drift.Change) error {
+	if len(added) == 0 {
+		return nil
+	}
+	a, err := r.a.ForGuard(ctx, guard)
+	if err != nil {
+		return err
+	}
+	return a.RemoveAdditions(ctx, live, added)
 }
 
 func (r reverter) Options(desired *unstructured.Unstructured, live map[string]any) drift.Options {
 	return r.a.Options(desired, live)
 }
 
-func (r reverter) ClearAnnotations(ctx context.Context, live *unstructured.Unstructured, keys ...string) error {
-	return r.a.ClearAnnotations(ctx, live, keys...)
+func (r reverter) ClearAnnotations(ctx context.Context, guard string, live *unstructured.Unstructured, keys ...string) error {
+	a, err := r.a.ForGuard(ctx, guard)
+	if err != nil {
+		return err
+	}
+	return a.ClearAnnotations(ctx, live, keys...)
 }
 
 // guardSettings reads per-Guard settings from the manager's cache; ignore

@@ -55,7 +55,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	if live == nil {
 		operation = "DELETE"
 	} else {
-		changes = w.compare(ctx, want, live)
+		changes = w.compare(ctx, guard, want, live)
 		if len(changes) == 0 {
 			w.notify(w.state.clear(it))
 			w.fights.forget(it)
@@ -112,9 +112,9 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		w.notify(guard)
 		return nil
 	}
-	err := w.Reverter.RemoveAdditions(ctx, live, additions(changes))
+	err := w.Reverter.RemoveAdditions(ctx, guard, live, additions(changes))
 	if err == nil {
-		err = w.Reverter.Revert(ctx, want, live)
+		err = w.Reverter.Revert(ctx, guard, want, live)
 	}
 	if err != nil {
 		// Retried with backoff; recorded once per object state and error.
@@ -125,7 +125,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 		return err
 	}
 	if expired {
-		if err := w.Reverter.ClearAnnotations(ctx, live, v1alpha1.BreakGlassAnnotation, v1alpha1.ChangedByAnnotation); err != nil {
+		if err := w.Reverter.ClearAnnotations(ctx, guard, live, v1alpha1.BreakGlassAnnotation, v1alpha1.ChangedByAnnotation); err != nil {
 			w.Log.Error(err, "clear break-glass annotations", "object", it.key().String())
 		}
 	}
@@ -147,7 +147,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 // restart, say), the API server is asked in a server-side dry run what
 // applying Git would store: differences that are only its defaults,
 // normalizations, pruning or mutations are then never drift.
-func (w *Watcher) compare(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) []drift.Change {
+func (w *Watcher) compare(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) []drift.Change {
 	opts := w.Reverter.Options(want.Obj(), live.Object)
 	// What someone added that Git does not set is drift too; the rest is
 	// what Git sets and the cluster holds otherwise.
@@ -159,7 +159,7 @@ func (w *Watcher) compare(ctx context.Context, want *gitstore.Object, live *unst
 	if _, checked := want.ServerValues(); checked {
 		return append(changes, added...)
 	}
-	if err := w.Reverter.DryRun(ctx, want, live); err != nil {
+	if err := w.Reverter.DryRun(ctx, guard, want, live); err != nil {
 		w.Log.Info("server-side dry run failed; comparing with Git's text", "object", want.Key.String(), "error", err.Error())
 		want.SetServerValues(nil) // once per revision: the revert that follows reports the error
 		return append(changes, added...)

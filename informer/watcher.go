@@ -24,23 +24,25 @@ import (
 	"github.com/driftguard/driftguard/stamp"
 )
 
-// Reverter puts a desired object back into the cluster.
+// Reverter puts a desired object back into the cluster. Each write names
+// the Guard the object belongs to (as the Store says, never as a label on
+// the object does): it acts as that Guard's identity.
 type Reverter interface {
 	// Revert applies desired over live (nil when the object is gone),
 	// leaving fields ignore rules hide to their owner.
 	// The API server's answer becomes want's server values.
-	Revert(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error
+	Revert(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) error
 	// DryRun asks the API server what applying want over live would store,
 	// and keeps the answer as want's server values (gitstore.Object.ServerValues).
-	DryRun(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error
+	DryRun(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) error
 	// Options are the comparison options (ignore rules) for an object.
 	Options(desired *unstructured.Unstructured, live map[string]any) drift.Options
 	// RemoveAdditions removes from live what someone added that Git does
 	// not set (drift.Additions), which a forced apply leaves in place.
-	RemoveAdditions(ctx context.Context, live *unstructured.Unstructured, added []drift.Change) error
+	RemoveAdditions(ctx context.Context, guard string, live *unstructured.Unstructured, added []drift.Change) error
 	// ClearAnnotations removes annotations the guard's bookkeeping left on
 	// a live object (a break-glass reason and its stamp, once expired).
-	ClearAnnotations(ctx context.Context, live *unstructured.Unstructured, keys ...string) error
+	ClearAnnotations(ctx context.Context, guard string, live *unstructured.Unstructured, keys ...string) error
 }
 
 // Decider is the policy asked what to do about a drift.

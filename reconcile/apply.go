@@ -94,6 +94,11 @@ type Applier struct {
 	// Concurrency is how many objects of a stage Apply applies at once
 	// (DefaultApplyConcurrency when 0 or less).
 	Concurrency int
+	// Identities, when set, decide whom each Guard's writes act as
+	// (ForGuard); unset, every write is the guard's own.
+	Identities *Identities
+
+	identity Identity // whom Client acts as (As)
 }
 
 // Options returns the comparison options for a desired object and its live state.
@@ -277,7 +282,7 @@ func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstru
 		applyOpts = append(applyOpts, client.DryRunAll)
 	}
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-		return Failed, nil, explainForbidden(err, want.GVK())
+		return Failed, nil, a.forbidden(err, "patch (server-side apply)", want.GVK(), want.Key.Namespace)
 	}
 	want.SetServerValues(drift.ServerValuesOf(sent, u.Object, opts))
 	if !dryRun && a.Applied != nil {
@@ -315,7 +320,7 @@ func (a *Applier) ClearAnnotations(ctx context.Context, live *unstructured.Unstr
 	obj.SetNamespace(live.GetNamespace())
 	obj.SetName(live.GetName())
 	if err := a.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil && !IsNotFoundOrGone(err) {
-		return fmt.Errorf("clear annotations of %s/%s: %w", live.GetNamespace(), live.GetName(), err)
+		return fmt.Errorf("clear annotations of %s/%s: %w", live.GetNamespace(), live.GetName(), a.forbidden(err, "patch", live.GroupVersionKind(), live.GetNamespace()))
 	}
 	return nil
 }

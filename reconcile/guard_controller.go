@@ -264,6 +264,9 @@ type attempt struct {
 	snap   *gitstore.Snapshot
 	manual bool       // a person asked for this sync
 	inv    *Inventory // what the guard applied: the only objects prune deletes
+	// applier writes as the Guard's identity (spec.serviceAccountName,
+	// --default-service-account, or the guard's own).
+	applier *Applier
 }
 
 // stop ends a reconcile with a result; nil goes on to the next step.
@@ -279,6 +282,9 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		return *s, nil
 	}
 	if s := r.checkDependencies(ctx, a); s != nil {
+		return *s, nil
+	}
+	if s := r.checkIdentity(ctx, a); s != nil {
 		return *s, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout(g))
@@ -336,6 +342,40 @@ func (r *GuardReconciler) checkDependencies(ctx context.Context, a *attempt) sto
 		return stopAfter(dependencyRequeue)
 	}
 	return nil
+}
+
+// checkIdentity finds whom the Guard's writes act as. A service account
+// that does not exist (or is the guard's own) leaves the Guard not Ready,
+// naming it, and is looked for again: creating it is the fix.
+func (r *GuardReconciler) checkIdentity(ctx context.Context, a *attempt) stop {
+	a.applier = r.Applier
+	if r.Applier.Identities == nil {
+		return nil
+	}
+	id, err := r.Applier.Identities.For(ctx, a.g)
+	if err != nil {
+		reason := ReasonServiceAccountMissing
+		var ie *IdentityError
+		if errors.As(err, &ie) {
+			reason = ie.Reason
+		}
+		msg := err.Error()
+		if !notReadyFor(a.g, reason, msg) {
+			r.event(a.g, corev1.EventTypeWarning, reason, msg)
+			r.record(ctx, audit.Record{Type: audit.Error, Guard: a.g.Name, Operation: "SYNC", Reason: reason, Error: msg})
+		}
+		r.notReady(a.g, reason, msg)
+		return stopAfter(min(r.interval(a.g), identityRequeue))
+	}
+	a.applier = r.Applier.As(id)
+	return nil
+}
+
+// notReadyFor reports whether the Guard is not Ready already for reason and
+// msg (an Event and a record were made then).
+func notReadyFor(g *v1alpha1.Guard, reason, msg string) bool {
+	c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && c.Message == msg
 }
 
 // fetchSource reads the source's settings, asks it for its newest revision
@@ -476,17 +516,17 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision bool) (ChangeSet, map[gitstore.ObjectKey]string, stop) {
 	g := a.g
 	if g.Spec.CreateNamespace && (newRevision || g.Status.Retries > 0 || g.Generation != g.Status.ObservedGeneration) {
-		created, err := r.Applier.EnsureNamespaces(ctx, g.Name, a.snap)
+		created, err := a.applier.EnsureNamespaces(ctx, g.Name, a.snap)
 		for _, ns := range created {
 			r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(Created),
 				Object: audit.Object{Version: "v1", Kind: "Namespace", Name: ns}, Reason: "spec.createNamespace"})
 		}
 		if err != nil {
-			return nil, nil, r.failed(ctx, g, "ApplyFailed", err.Error())
+			return nil, nil, r.failed(ctx, g, forbiddenOr(err, "ApplyFailed"), err.Error())
 		}
 	}
 	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, a.rev, a.snap, a.manual))
-	cs, err := r.Applier.ApplyEach(ctx, objs, ApplyOptions{Force: g.Spec.Force}, func(e Entry) {
+	cs, err := a.applier.ApplyEach(ctx, objs, ApplyOptions{Force: g.Spec.Force}, func(e Entry) {
 		if e.Action == Unchanged {
 			return
 		}
@@ -513,6 +553,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 			reason = "PartiallySynced"
 			msg = fmt.Sprintf("%d of %d objects failed to apply, the rest are applied: %v", failed, len(cs), err)
 		}
+		reason = forbiddenOr(err, reason)
 		if saveErr != nil {
 			msg += "; " + saveErr.Error()
 		}
@@ -530,7 +571,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 // becomes the revision's kinds.
 func (r *GuardReconciler) prune(ctx context.Context, a *attempt, kinds *[]schema.GroupVersionKind) stop {
 	g := a.g
-	res, err := r.Applier.Prune(ctx, g.Name, *kinds, a.snap, a.inv, propagation(g.Spec.PrunePropagationPolicy))
+	res, err := a.applier.Prune(ctx, g.Name, *kinds, a.snap, a.inv, propagation(g.Spec.PrunePropagationPolicy))
 	for _, p := range res.Deleted {
 		r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted), Object: prunedObject(p)})
 	}
@@ -549,6 +590,15 @@ func (r *GuardReconciler) prune(ctx context.Context, a *attempt, kinds *[]schema
 	}
 	*kinds = a.snap.Kinds()
 	return nil
+}
+
+// forbiddenOr is ReasonForbidden when err holds a write the Guard's service
+// account may not make, else reason.
+func forbiddenOr(err error, reason string) string {
+	if fe := (*ForbiddenError)(nil); errors.As(err, &fe) {
+		return ReasonForbidden
+	}
+	return reason
 }
 
 // credentialsHint says where the credentials of a refused fetch came from.
@@ -571,6 +621,7 @@ var sourceFailure = map[string]bool{"FetchFailed": true, "AuthFailed": true, "Re
 // Requeue delays of a Guard that waits.
 const (
 	dependencyRequeue = 10 * time.Second
+	identityRequeue   = 10 * time.Second
 	healthRequeue     = 5 * time.Second
 )
 

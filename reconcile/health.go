@@ -57,6 +57,10 @@ type HealthTracker struct {
 	Source HealthSource
 	Live   LiveLookup
 	Reader client.Reader
+	// Identities, when set, make the reads of a Guard's objects from the
+	// API server (kinds not watched, a Service's EndpointSlices) act as the
+	// Guard's service account, as its writes do.
+	Identities *Identities
 	// OnChange, when set, is told when a Guard's health state changes
 	// (not on the first summary after start).
 	OnChange func(g *v1alpha1.Guard, sum HealthSummary, prev health.State)
@@ -117,6 +121,7 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		}
 	}
 	services := map[int]*unstructured.Unstructured{} // index -> live Service to check with its endpoints
+	reader := t.readerFor(ctx, g)
 	for i, tg := range targets {
 		if r, ok := t.unobserved(tg.gvk, tg.key); ok {
 			results[i] = r
@@ -129,9 +134,9 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		}
 		switch {
 		case !known:
-			r = t.read(ctx, tg.gvk, tg.key)
+			r = t.read(ctx, reader, tg.gvk, tg.key)
 			again(recheckUnless(r, ServiceRecheck))
-		case tg.gvk.Group == "" && tg.gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && t.Reader != nil:
+		case tg.gvk.Group == "" && tg.gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && reader != nil:
 			if live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name); ok && live != nil {
 				if cached, left, ok := t.cachedService(tg.key, live); ok {
 					r = cached
@@ -143,7 +148,7 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		}
 		results[i] = r
 	}
-	for i, a := range t.assessServices(ctx, services) {
+	for i, a := range t.assessServices(ctx, reader, services) {
 		results[i] = a.result
 		again(recheckUnless(a.result, a.recheck))
 	}
@@ -190,20 +195,37 @@ func recheckUnless(r health.Result, after time.Duration) time.Duration {
 
 // read assesses an object the informers do not watch (a health check of a
 // kind Git does not hold) straight from the API server.
-func (t *HealthTracker) read(ctx context.Context, gvk schema.GroupVersionKind, key gitstore.ObjectKey) health.Result {
-	if t.Reader == nil {
+func (t *HealthTracker) read(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key gitstore.ObjectKey) health.Result {
+	if reader == nil {
 		return health.Result{State: health.Unknown, Message: "not watched"}
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := t.Reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, u); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, u); err != nil {
 		if IsNotFoundOrGone(err) {
 			return health.Result{State: health.Missing, Message: "not found"}
 		}
 		return health.Result{State: health.Unknown, Message: err.Error()}
 	}
-	r, _ := health.AssessWith(ctx, u, health.ClientLookup(t.Reader))
+	r, _ := health.AssessWith(ctx, u, health.ClientLookup(reader))
 	return r
+}
+
+// readerFor is the reader of a Guard's objects: the Guard's identity when
+// it has a service account, else Reader. A service account that cannot be
+// used reads nothing (the reconcile reports why).
+func (t *HealthTracker) readerFor(ctx context.Context, g *v1alpha1.Guard) client.Reader {
+	if t.Identities == nil || t.Reader == nil {
+		return t.Reader
+	}
+	if name, _ := t.Identities.ServiceAccountOf(g); name == "" {
+		return t.Reader
+	}
+	id, err := t.Identities.For(ctx, g)
+	if err != nil {
+		return nil
+	}
+	return id.Client
 }
 
 // cachedService returns the remembered health of a Service, and how long
@@ -226,7 +248,7 @@ func (t *HealthTracker) cachedService(key gitstore.ObjectKey, live *unstructured
 
 // assessServices assesses Services with their EndpointSlices, listed from the
 // API server once per namespace rather than once per Service.
-func (t *HealthTracker) assessServices(ctx context.Context, svcs map[int]*unstructured.Unstructured) map[int]serviceHealth {
+func (t *HealthTracker) assessServices(ctx context.Context, reader client.Reader, svcs map[int]*unstructured.Unstructured) map[int]serviceHealth {
 	if len(svcs) == 0 {
 		return nil
 	}
@@ -240,7 +262,7 @@ func (t *HealthTracker) assessServices(ctx context.Context, svcs map[int]*unstru
 	for i, svc := range svcs {
 		ns := svc.GetNamespace()
 		if _, done := slices[ns]; !done && listErr[ns] == nil {
-			list, err := health.ClientLookup(t.Reader).List(ctx, health.EndpointSliceGVK, ns, sel)
+			list, err := health.ClientLookup(reader).List(ctx, health.EndpointSliceGVK, ns, sel)
 			if err != nil {
 				listErr[ns] = err
 			} else {

@@ -52,7 +52,7 @@ func (a *Applier) EnsureNamespaces(ctx context.Context, guard string, snap *gits
 		}
 		ns = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{CreatedByAnnotation: guard}}}
 		if err := a.Client.Create(ctx, &ns, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return created, fmt.Errorf("create namespace %s (spec.createNamespace): %w", name, err)
+			return created, fmt.Errorf("create namespace %s (spec.createNamespace): %w", name, a.forbidden(err, "create", corev1.SchemeGroupVersion.WithKind("Namespace"), ""))
 		}
 		created = append(created, name)
 	}

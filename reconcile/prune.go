@@ -130,7 +130,7 @@ func (a *Applier) pruneOne(ctx context.Context, it labelled, policy metav1.Delet
 		p.Reason = fmt.Sprintf("was re-created under the same name after the guard listed it (not UID %s): not pruned", uid)
 		return p, true, nil
 	}
-	return p, false, fmt.Errorf("prune %s: %w", it.Key, err)
+	return p, false, fmt.Errorf("prune %s: %w", it.Key, a.forbidden(err, "delete", it.GVK, it.Key.Namespace))
 }
 
 // pruneKinds is kinds and the kinds of the inventory, namespaces and

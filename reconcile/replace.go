@@ -38,7 +38,7 @@ func (a *Applier) replace(ctx context.Context, o *gitstore.Object) (Action, type
 	u.SetNamespace(o.Key.Namespace)
 	u.SetName(o.Key.Name)
 	if err := a.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !IsNotFoundOrGone(err) {
-		return Failed, "", fmt.Errorf("replace: delete: %w", err)
+		return Failed, "", fmt.Errorf("replace: delete: %w", a.forbidden(err, "delete", o.GVK(), o.Key.Namespace))
 	}
 	if err := a.waitGone(ctx, u); err != nil {
 		return Failed, "", fmt.Errorf("replace: %w", err)

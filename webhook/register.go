@@ -47,14 +47,30 @@ type Registration struct {
 	// what Git says, which the webhooks would admit without a record or a
 	// stamp after two round trips each.
 	SkipUsers []string
+	// SkipUserPrefixes leave out every user whose name starts with one of
+	// them, as SkipUsers: the service accounts of the guard's namespace,
+	// which a Guard's writes impersonate (spec.serviceAccountName).
+	SkipUserPrefixes []string
 }
 
-// matchConditions returns the condition that leaves out SkipUsers.
+// matchConditions returns the condition that leaves out SkipUsers and
+// SkipUserPrefixes.
 func (r Registration) matchConditions() []admissionregistrationv1.MatchCondition {
-	if len(r.SkipUsers) == 0 {
+	if len(r.SkipUsers) == 0 && len(r.SkipUserPrefixes) == 0 {
 		return nil
 	}
-	return []admissionregistrationv1.MatchCondition{notUsers("not-driftguard-itself", r.SkipUsers)}
+	c := notUsers("not-driftguard-itself", r.SkipUsers)
+	if len(r.SkipUserPrefixes) > 0 {
+		terms := make([]string, 0, len(r.SkipUserPrefixes)+1)
+		if len(r.SkipUsers) > 0 {
+			terms = append(terms, strings.TrimSuffix(strings.TrimPrefix(c.Expression, "!("), ")"))
+		}
+		for _, p := range r.SkipUserPrefixes {
+			terms = append(terms, "request.userInfo.username.startsWith("+strconv.Quote(p)+")")
+		}
+		c.Expression = "!(" + strings.Join(terms, " || ") + ")"
+	}
+	return []admissionregistrationv1.MatchCondition{c}
 }
 
 // scalers are the control plane's identities that scale workloads (the HPA;

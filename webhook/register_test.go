@@ -140,3 +140,35 @@ func TestPodSubresources(t *testing.T) {
 		t.Fatal("no webhook for pod subresources")
 	}
 }
+
+// TestSkipUserPrefixes: the service accounts of the guard's namespace,
+// which Guards' writes impersonate, are left out like the guard itself.
+func TestSkipUserPrefixes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		users    []string
+		prefixes []string
+		want     string // "" for no condition
+	}{
+		{name: "none"},
+		{name: "users only", users: []string{"dg"}, want: `!(request.userInfo.username in ["dg"])`},
+		{name: "prefix only", prefixes: []string{"system:serviceaccount:driftguard-system:"},
+			want: `!(request.userInfo.username.startsWith("system:serviceaccount:driftguard-system:"))`},
+		{name: "both", users: []string{"dg", "other"}, prefixes: []string{"system:serviceaccount:dg:"},
+			want: `!(request.userInfo.username in ["dg", "other"] || request.userInfo.username.startsWith("system:serviceaccount:dg:"))`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := Registration{Name: "dg", SkipUsers: tc.users, SkipUserPrefixes: tc.prefixes}
+			got := reg.matchConditions()
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("conditions %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Name != "not-driftguard-itself" || got[0].Expression != tc.want {
+				t.Fatalf("conditions %+v, want one named not-driftguard-itself: %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,86 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+)
+
+func TestServiceAccountOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, field, def, wantName, wantField string
+		nilIDs                                bool
+	}{
+		{name: "no identities", nilIDs: true, field: "team-a"},
+		{name: "neither: the guard's own"},
+		{name: "field", field: "team-a", wantName: "team-a", wantField: FieldServiceAccountName},
+		{name: "default", def: "tenant", wantName: "tenant", wantField: FlagDefaultServiceAccount},
+		{name: "field wins over default", field: "team-a", def: "tenant", wantName: "team-a", wantField: FieldServiceAccountName},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ids := &Identities{Namespace: "driftguard-system", Default: tc.def}
+			if tc.nilIDs {
+				ids = nil
+			}
+			g := &v1alpha1.Guard{Spec: v1alpha1.GuardSpec{ServiceAccountName: tc.field}}
+			name, field := ids.ServiceAccountOf(g)
+			if name != tc.wantName || field != tc.wantField {
+				t.Fatalf("got %q from %q, want %q from %q", name, field, tc.wantName, tc.wantField)
+			}
+		})
+	}
+}
+
+// TestIdentityRefusesGuardItself: naming the guard's own service account
+// would be no restriction; it is refused before anything is read.
+func TestIdentityRefusesGuardItself(t *testing.T) {
+	ids := &Identities{Namespace: "dg", Self: "system:serviceaccount:dg:driftguard"}
+	g := &v1alpha1.Guard{Spec: v1alpha1.GuardSpec{ServiceAccountName: "driftguard"}}
+	g.Name = "shop"
+	_, err := ids.For(context.Background(), g)
+	var ie *IdentityError
+	if !errors.As(err, &ie) || ie.Reason != ReasonInvalidServiceAccount || !strings.Contains(err.Error(), "guard's own service account") {
+		t.Fatalf("got %v, want an InvalidServiceAccount IdentityError", err)
+	}
+}
+
+// TestForbiddenNamesIdentity: a write the service account may not make is
+// reported with the account, the verb, the resource and the namespace;
+// under the guard's own identity it points at the chart's RBAC as before.
+func TestForbiddenNamesIdentity(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	denied := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("RBAC: access denied"))
+	id := Identity{User: "system:serviceaccount:dg:team-a", Namespace: "dg", Name: "team-a", Field: FieldServiceAccountName}
+	for _, tc := range []struct {
+		name string
+		a    *Applier
+		err  error
+		want []string
+	}{
+		{"guard's own", (&Applier{}).As(Identity{Client: nil}), denied, []string{"RBAC forbids the guard"}},
+		{"service account", &Applier{identity: id}, denied, []string{"service account dg/team-a", "spec.serviceAccountName", "system:serviceaccount:dg:team-a", "may not delete deployments.apps in namespace b"}},
+		{"not forbidden", &Applier{identity: id}, apierrors.NewNotFound(schema.GroupResource{Resource: "x"}, "y"), []string{`x "y" not found`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.a.forbidden(tc.err, "delete", gvk, "b")
+			for _, w := range tc.want {
+				if !strings.Contains(got.Error(), w) {
+					t.Errorf("%q does not say %q", got, w)
+				}
+			}
+			var fe *ForbiddenError
+			if isFE := errors.As(got, &fe); isFE != (tc.name == "service account") {
+				t.Errorf("ForbiddenError: %v", isFE)
+			}
+			if forbiddenOr(got, "ApplyFailed") == ReasonForbidden != (tc.name == "service account") {
+				t.Errorf("reason %s", forbiddenOr(got, "ApplyFailed"))
+			}
+		})
+	}
+}
