@@ -34,6 +34,9 @@ type Server struct {
 	closed bool
 	paused bool // between Pause and Resume: nothing listens
 	onPush func(url string)
+	// private repositories (Private) and their credentials, by
+	// repository path ("shop.git")
+	private map[string]credential
 }
 
 // Start serves the bare repositories below root on 127.0.0.1 with a random port.
@@ -59,7 +62,7 @@ func Start(root string) (*Server, error) {
 		return nil, fmt.Errorf("listen on loopback: %w", err)
 	}
 	s := &Server{root: abs, home: home, gitPath: gitPath, ln: ln, addr: ln.Addr().String(), done: make(chan error, 1)}
-	s.handler = s.newHandler()
+	s.handler = s.authorizing(s.newHandler())
 	s.srv = &http.Server{Handler: s.notifying(s.handler)}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil

@@ -2,8 +2,6 @@ package gitstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -70,20 +68,23 @@ func (e *FetchError) Unwrap() error { return e.Err }
 // Fetcher fetches revisions with go-git into bare repositories below a
 // cache folder and renders them into Snapshots. Fetching the same (URL,
 // Path) again costs one ref listing as long as the resolved revision does
-// not change. It is safe for concurrent use; calls for the same URL are
-// serialized.
+// not change. Repositories and snapshots are kept per URL and credentials
+// (Request.CacheKey): a request never reads what one with other
+// credentials fetched. It is safe for concurrent use; calls for the same
+// URL and credentials are serialized.
 type Fetcher struct {
 	cacheDir string
 	log      logr.Logger
 
 	mu    sync.Mutex
-	repos map[string]*remoteRepo // by URL
+	repos map[string]*remoteRepo // by Request.CacheKey: URL and credentials
 }
 
-// remoteRepo is the on-disk cache of one remote and the last result of
-// every (path, render options) rendered from it. mu serializes fetches of
-// the remote.
+// remoteRepo is the on-disk cache of one remote, fetched with one set of
+// credentials, and the last result of every (path, render options)
+// rendered from it. mu serializes fetches of the remote.
 type remoteRepo struct {
+	key     string // Request.CacheKey
 	mu      sync.Mutex
 	repo    *git.Repository
 	renders RenderCache
@@ -109,7 +110,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	}
 	dir := cleanDir(req.Path)
 	key := RenderKeyOf(req)
-	rr := f.remote(req.URL)
+	rr := f.remote(req)
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 
@@ -171,13 +172,15 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	return sha, snap, nil
 }
 
-func (f *Fetcher) remote(u string) *remoteRepo {
+// remote returns the cache of req's URL fetched with req's credentials.
+func (f *Fetcher) remote(req Request) *remoteRepo {
+	key := req.CacheKey()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rr := f.repos[u]
+	rr := f.repos[key]
 	if rr == nil {
-		rr = &remoteRepo{}
-		f.repos[u] = rr
+		rr = &remoteRepo{key: key}
+		f.repos[key] = rr
 	}
 	return rr
 }
@@ -247,7 +250,7 @@ func resolve(ctx context.Context, u, ref string, rng *semverRange, auth transpor
 // first when it is not there yet.
 func (f *Fetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash plumbing.Hash, refName plumbing.ReferenceName, auth transport.AuthMethod) (*object.Commit, error) {
 	if rr.repo == nil {
-		repo, err := f.openCache(u)
+		repo, err := f.openCache(u, rr.key)
 		if err != nil {
 			return nil, err
 		}
@@ -286,10 +289,10 @@ const cacheRemote = "origin"
 // objectCacheSize bounds the decoded Git objects kept per repository.
 const objectCacheSize = 4 * cache.MiByte
 
-// openCache opens, or creates, the bare cache repository of u.
-func (f *Fetcher) openCache(u string) (*git.Repository, error) {
-	sum := sha256.Sum256([]byte(u))
-	dir := filepath.Join(f.cacheDir, hex.EncodeToString(sum[:16])+".git")
+// openCache opens, or creates, the bare cache repository of u fetched with
+// the credentials of key (a Request.CacheKey).
+func (f *Fetcher) openCache(u, key string) (*git.Repository, error) {
+	dir := filepath.Join(f.cacheDir, key[:32]+".git")
 	// go-git's default object cache keeps up to 96 MiB of decoded objects
 	// per repository for as long as the guard runs; rendering reads each
 	// file once per revision, so a small one does.

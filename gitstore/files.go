@@ -11,10 +11,12 @@ import (
 )
 
 // Files returns the files below dir (recursively, hidden files and folders
-// left out) whose name match accepts, at a revision of url that an earlier
-// Fetch brought into the cache. Keys are paths from the repository root.
-func (f *Fetcher) Files(url, revision, dir string, match func(name string) bool) (map[string]string, error) {
-	rr := f.remote(url)
+// left out) whose name match accepts, at a revision that an earlier Fetch
+// of req (its URL with its credentials) brought into the cache. Keys are
+// paths from the repository root.
+func (f *Fetcher) Files(req Request, revision, dir string, match func(name string) bool) (map[string]string, error) {
+	url := req.URL
+	rr := f.remote(req)
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	if rr.repo == nil {

@@ -37,7 +37,7 @@ import (
 // Fetcher is the part of gitstore.Fetcher the reconciler uses.
 type Fetcher interface {
 	Fetch(ctx context.Context, req gitstore.Request) (string, *gitstore.Snapshot, error)
-	Files(url, revision, dir string, match func(name string) bool) (map[string]string, error)
+	Files(req gitstore.Request, revision, dir string, match func(name string) bool) (map[string]string, error)
 }
 
 // DriftState is what the drift watcher knows: how many objects of a guard

@@ -38,7 +38,7 @@ func (r *GuardReconciler) loadPolicy(ctx context.Context, g *v1alpha1.Guard, req
 		return
 	}
 	p.loaded = rev
-	modules, err := r.Fetcher.Files(req.URL, rev, p.Path, func(name string) bool { return strings.HasSuffix(name, ".rego") })
+	modules, err := r.Fetcher.Files(req, rev, p.Path, func(name string) bool { return strings.HasSuffix(name, ".rego") })
 	if err == nil {
 		err = p.Load(modules)
 	}

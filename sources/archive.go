@@ -85,33 +85,38 @@ func entryPath(name string) (string, error) {
 	return p, nil
 }
 
-// blobStore keeps downloaded archives by their sha256 digest below a
-// folder, so a revision seen before is not downloaded again. It keeps the
-// maxBlobs archives used last.
+// blobStore keeps downloaded archives below a folder by the source they
+// were fetched from with its credentials (a gitstore.Request.CacheKey, the
+// owner) and their sha256 digest, so a revision seen before is not
+// downloaded again, and never handed to a source with other credentials
+// (which must download it itself, and be refused by a registry or
+// repository that keeps it private). It keeps the maxBlobs archives used
+// last.
 type blobStore struct{ dir string }
 
 const maxBlobs = 100
 
-func (b blobStore) path(hexDigest string) string {
-	return filepath.Join(b.dir, "sha256", hexDigest)
+func (b blobStore) path(owner, hexDigest string) string {
+	return filepath.Join(b.dir, "sha256", owner[:min(len(owner), 32)]+"-"+hexDigest)
 }
 
-// get returns the archive with digest hexDigest, nil when it is not kept
-// or no longer matches its digest.
-func (b blobStore) get(hexDigest string) []byte {
-	if b.dir == "" || len(hexDigest) != 64 {
+// get returns the archive with digest hexDigest that owner downloaded, nil
+// when it is not kept or no longer matches its digest.
+func (b blobStore) get(owner, hexDigest string) []byte {
+	if b.dir == "" || len(hexDigest) != 64 || owner == "" {
 		return nil
 	}
-	data, err := os.ReadFile(b.path(hexDigest))
+	p := b.path(owner, hexDigest)
+	data, err := os.ReadFile(p)
 	if err != nil {
 		return nil
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != hexDigest {
-		_ = os.Remove(b.path(hexDigest))
+		_ = os.Remove(p)
 		return nil
 	}
 	now := time.Now()
-	_ = os.Chtimes(b.path(hexDigest), now, now) // used last now
+	_ = os.Chtimes(p, now, now) // used last now
 	return data
 }
 
@@ -138,14 +143,14 @@ func (b blobStore) prune() {
 	}
 }
 
-// put keeps data under its digest, atomically.
-func (b blobStore) put(data []byte) (string, error) {
+// put keeps data that owner downloaded under its digest, atomically.
+func (b blobStore) put(owner string, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	hexDigest := hex.EncodeToString(sum[:])
-	if b.dir == "" {
+	if b.dir == "" || owner == "" {
 		return hexDigest, nil
 	}
-	dst := b.path(hexDigest)
+	dst := b.path(owner, hexDigest)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", fmt.Errorf("archive cache: %w", err)
 	}

@@ -87,15 +87,16 @@ func TestUntar(t *testing.T) {
 
 func TestBlobStoreKeepsTheLastUsed(t *testing.T) {
 	b := blobStore{dir: t.TempDir()}
-	first, err := b.put([]byte("first"))
+	const owner = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	first, err := b.put(owner, []byte("first"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range maxBlobs + 5 {
-		if _, err := b.put([]byte(strings.Repeat("x", i+1))); err != nil {
+		if _, err := b.put(owner, []byte(strings.Repeat("x", i+1))); err != nil {
 			t.Fatal(err)
 		}
-		if i%10 == 0 && b.get(first) == nil { // used again and again: kept
+		if i%10 == 0 && b.get(owner, first) == nil { // used again and again: kept
 			t.Fatalf("blob used last was removed at %d", i)
 		}
 	}
@@ -103,13 +104,25 @@ func TestBlobStoreKeepsTheLastUsed(t *testing.T) {
 	if err != nil || len(entries) != maxBlobs {
 		t.Fatalf("%d blobs kept (%v), want %d", len(entries), err, maxBlobs)
 	}
-	if b.get(first) == nil {
+	if b.get(owner, first) == nil {
 		t.Fatal("the blob used last is gone")
 	}
-	if err := os.WriteFile(b.path(first), []byte("tampered"), 0o644); err != nil {
+	if err := os.WriteFile(b.path(owner, first), []byte("tampered"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if b.get(first) != nil {
+	if b.get(owner, first) != nil {
 		t.Fatal("a blob that no longer matches its digest was returned")
+	}
+	// Kept for one owner (a source with its credentials), a blob is
+	// nobody else's.
+	d, err := b.put(owner, []byte("private"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.get(owner, d) == nil {
+		t.Fatal("the owner lost its blob")
+	}
+	if b.get("fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210", d) != nil || b.get("", d) != nil {
+		t.Fatal("another owner got the blob")
 	}
 }

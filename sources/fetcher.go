@@ -28,15 +28,14 @@ type Fetcher struct {
 	http  *http.Transport
 
 	mu      sync.Mutex
-	sources map[string]*state // by kind and URL (and chart)
-	byURL   map[string]*state // the source last fetched from a URL, for Files
+	sources map[string]*state // by gitstore.Request.CacheKey: kind, URL, settings and credentials
 }
 
 // New returns a Fetcher that fetches Git with git and keeps downloaded
 // archives below cacheDir.
 func New(git *gitstore.Fetcher, cacheDir string, log logr.Logger) *Fetcher {
 	return &Fetcher{git: git, blobs: blobStore{dir: cacheDir}, log: log, http: newTransport(),
-		sources: map[string]*state{}, byURL: map[string]*state{}}
+		sources: map[string]*state{}}
 }
 
 // newTransport is the HTTP transport of every kind.
@@ -46,8 +45,10 @@ func newTransport() *http.Transport {
 	return t
 }
 
-// state is what the Fetcher keeps of one source between fetches.
+// state is what the Fetcher keeps of one source, fetched with one set of
+// credentials, between fetches.
 type state struct {
+	key     string // gitstore.Request.CacheKey
 	mu      sync.Mutex
 	renders gitstore.RenderCache
 	// content is the files of revision rev, for Files.
@@ -143,14 +144,18 @@ func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *git
 }
 
 // Files returns the files below dir whose name match accepts, at a
-// revision of url an earlier Fetch brought in: from the artifact or bucket
-// when url is one, else from Git.
-func (f *Fetcher) Files(url, revision, dir string, match func(name string) bool) (map[string]string, error) {
+// revision an earlier Fetch of req (its source with its credentials)
+// brought in: from the artifact or bucket, or from Git.
+func (f *Fetcher) Files(req gitstore.Request, revision, dir string, match func(name string) bool) (map[string]string, error) {
+	if req.Kind == "" || req.Kind == gitstore.SourceGit {
+		return f.git.Files(req, revision, dir, match)
+	}
+	url := req.URL
 	f.mu.Lock()
-	st := f.byURL[url]
+	st := f.sources[req.CacheKey()]
 	f.mu.Unlock()
 	if st == nil {
-		return f.git.Files(url, revision, dir, match)
+		return nil, fmt.Errorf("read %s at %s: not fetched", redact.URL(url), gitstore.ShortRevision(revision))
 	}
 	st.mu.Lock()
 	fsys, rev := st.content, st.rev
@@ -186,16 +191,17 @@ func (f *Fetcher) Files(url, revision, dir string, match func(name string) bool)
 	return out, nil
 }
 
+// state returns what the Fetcher keeps of req's source fetched with req's
+// credentials.
 func (f *Fetcher) state(req gitstore.Request) *state {
-	key := string(req.Kind) + " " + req.URL + " " + req.Artifact.Chart
+	key := req.CacheKey()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.sources[key]
 	if st == nil {
-		st = &state{}
+		st = &state{key: key}
 		f.sources[key] = st
 	}
-	f.byURL[req.URL] = st
 	return st
 }
 

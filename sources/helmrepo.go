@@ -80,7 +80,7 @@ func (f *Fetcher) resolveHelm(ctx context.Context, st *state, req gitstore.Reque
 		pin.version, pin.digest = version, digest
 	}
 	if strings.HasPrefix(req.URL, "oci://") {
-		return f.resolveHelmOCI(ctx, st.helm, req, pin.version, pin.digest)
+		return f.resolveHelmOCI(ctx, st, req, pin.version, pin.digest)
 	}
 
 	versions, err := f.helmIndex(ctx, st.helm, req)
@@ -135,7 +135,7 @@ func (f *Fetcher) resolveHelm(ctx context.Context, st *state, req gitstore.Reque
 	rev := ChartRevision(a.Chart, entry.Version, "sha256:"+digest)
 	return target{rev: rev, load: func(ctx context.Context) (fs.FS, string, error) {
 		if data == nil {
-			if data = f.blobs.get(digest); data == nil {
+			if data = f.blobs.get(st.key, digest); data == nil {
 				if data, err = f.download(ctx, chartURL, req, digest); err != nil {
 					return nil, "", err
 				}
@@ -275,7 +275,7 @@ func (f *Fetcher) download(ctx context.Context, chartURL string, req gitstore.Re
 	if got := hex.EncodeToString(sum[:]); digest != "" && got != digest {
 		return nil, fmt.Errorf("GET %s: the archive has digest sha256:%s, index.yaml says sha256:%s", redact.URL(chartURL), got, digest)
 	}
-	if _, err := f.blobs.put(data); err != nil {
+	if _, err := f.blobs.put(req.CacheKey(), data); err != nil {
 		f.log.Error(err, "keep chart archive", "url", redact.URL(chartURL))
 	}
 	return data, nil
@@ -284,8 +284,8 @@ func (f *Fetcher) download(ctx context.Context, chartURL string, req gitstore.Re
 // resolveHelmOCI resolves a chart in an OCI registry: the tag of an exact
 // version (one manifest HEAD), or the highest tag in a range (a tag list,
 // then the HEAD); Helm writes "+" of a version as "_" in a tag.
-func (f *Fetcher) resolveHelmOCI(ctx context.Context, hs *helmState, req gitstore.Request, pinVersion, pinDigest string) (target, error) {
-	a := req.Artifact
+func (f *Fetcher) resolveHelmOCI(ctx context.Context, st *state, req gitstore.Request, pinVersion, pinDigest string) (target, error) {
+	a, hs := req.Artifact, st.helm
 	repo, err := name.NewRepository(strings.TrimPrefix(strings.TrimSuffix(req.URL, "/"), "oci://")+"/"+a.Chart, nameOptions(a)...)
 	if err != nil {
 		return target{}, fmt.Errorf("%s.url: %w", a.Field, err)
@@ -319,7 +319,7 @@ func (f *Fetcher) resolveHelmOCI(ctx context.Context, hs *helmState, req gitstor
 	rev := ChartRevision(a.Chart, version, digest)
 	what := "oci://" + repo.String() + ":" + strings.ReplaceAll(version, "+", "_") + "@" + digest
 	return target{rev: rev, load: func(ctx context.Context) (fs.FS, string, error) {
-		files, created, err := f.pullArtifact(ctx, p, repo.Digest(digest), a, what, func(mt types.MediaType) bool { return mt == HelmChartMediaType })
+		files, created, err := f.pullArtifact(ctx, st.key, p, repo.Digest(digest), a, what, func(mt types.MediaType) bool { return mt == HelmChartMediaType })
 		if err != nil {
 			return nil, "", err
 		}

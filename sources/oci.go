@@ -77,7 +77,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, st *state, req gitstore.Reques
 		what = redact.URL(req.URL) + ":" + rev
 	}
 	return target{rev: rev, load: func(ctx context.Context) (fs.FS, string, error) {
-		files, created, err := f.pullArtifact(ctx, p, ref, a, what, func(mt types.MediaType) bool {
+		files, created, err := f.pullArtifact(ctx, st.key, p, ref, a, what, func(mt types.MediaType) bool {
 			return mt == FluxContentMediaType || strings.HasSuffix(string(mt), "tar+gzip") || strings.HasSuffix(string(mt), ".tar.gzip")
 		})
 		if err != nil {
@@ -108,11 +108,12 @@ func headDigest(ctx context.Context, p *remote.Puller, ref name.Tag, a *gitstore
 }
 
 // pullArtifact downloads the manifest ref and the first layer whose media
-// type wants accepts (kept by digest, downloaded once), and unpacks it.
+// type wants accepts (kept by digest for owner, the source with its
+// credentials, and downloaded once), and unpacks it.
 // A manifest or layer that is not what it must be is a
 // *gitstore.RenderError naming the artifact (what). created is the time
 // the manifest says the artifact was made, else the zero time.
-func (f *Fetcher) pullArtifact(ctx context.Context, p *remote.Puller, ref name.Digest, a *gitstore.ArtifactSource, what string, wants func(types.MediaType) bool) (map[string][]byte, time.Time, error) {
+func (f *Fetcher) pullArtifact(ctx context.Context, owner string, p *remote.Puller, ref name.Digest, a *gitstore.ArtifactSource, what string, wants func(types.MediaType) bool) (map[string][]byte, time.Time, error) {
 	bad := func(format string, args ...any) error {
 		return &gitstore.RenderError{Path: what, Err: fmt.Errorf(format, args...)}
 	}
@@ -142,7 +143,7 @@ func (f *Fetcher) pullArtifact(ctx context.Context, p *remote.Puller, ref name.D
 		return nil, time.Time{}, bad("has no tar+gzip layer (layers: %s)", strings.Join(have, ", "))
 	}
 	created, _ := time.Parse(time.RFC3339, m.Annotations["org.opencontainers.image.created"])
-	data := f.blobs.get(layer.Digest.Hex)
+	data := f.blobs.get(owner, layer.Digest.Hex)
 	if data == nil {
 		if layer.Size > maxArchiveSize {
 			return nil, time.Time{}, bad("layer %s is %d bytes, more than %d", layer.Digest, layer.Size, maxArchiveSize)
@@ -163,7 +164,7 @@ func (f *Fetcher) pullArtifact(ctx context.Context, p *remote.Puller, ref name.D
 		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != layer.Digest.Hex {
 			return nil, time.Time{}, fmt.Errorf("layer %s: downloaded content has digest sha256:%x", layer.Digest, sum)
 		}
-		if _, err := f.blobs.put(data); err != nil {
+		if _, err := f.blobs.put(owner, data); err != nil {
 			f.log.Error(err, "keep layer", "digest", layer.Digest.String())
 		}
 	}
