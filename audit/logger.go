@@ -149,7 +149,9 @@ func NewLogger(log logr.Logger, queueSize int, sinks ...Sink) *Logger {
 
 // Log queues r for every sink. A zero r.Time is set to now; the time is kept
 // in UTC. Log copies r's slices, but not the values inside Fields. URLs are
-// redacted (see withoutCredentials) before anything sees the record.
+// redacted (see withoutCredentials), and every secret value the process
+// knows replaced with redact.Marker (see withoutSecrets), before anything
+// sees the record.
 //
 // While the queue is full Log blocks until there is room or ctx is done; in
 // the latter case the record is counted as dropped and written to the process
@@ -166,6 +168,7 @@ func (l *Logger) Log(ctx context.Context, r Record) {
 		r.Source = &src
 	}
 	withoutCredentials(&r)
+	withoutSecrets(&r)
 	recordsTotal.WithLabelValues(string(r.Type), r.Action).Inc()
 
 	it := &item{rec: r}

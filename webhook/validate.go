@@ -214,9 +214,11 @@ func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.Admission
 }
 
 // replayInput is the policy input as recorded for replay: without the object
-// bodies, which would make every record as large as the object.
+// bodies, which would make every record as large as the object, and with
+// the Guard's Helm values and variables digested (policy.RecordedGuardSpec).
 func replayInput(in policy.Input) json.RawMessage {
 	in.Object, in.OldObject, in.Desired = nil, nil, nil
+	in.GuardSpec = policy.RecordedGuardSpec(in.GuardSpec)
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return nil // values come from JSON; a failure only loses replay
