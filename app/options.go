@@ -89,6 +89,9 @@ type Options struct {
 	// Installation in a cluster: self-protection, certificates, HA
 	// (app/options_install.go).
 	InstallOptions
+	// Who may call the webhook, what it reads, how metrics are served
+	// (app/options_endpoint.go).
+	EndpointOptions
 }
 
 // DefaultOptions returns the settings used when no flag is given.
@@ -130,6 +133,7 @@ func DefaultOptions() Options {
 		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
 		RenderLimits:      gitstore.DefaultLimits(),
 		InstallOptions:    defaultInstallOptions(),
+		EndpointOptions:   defaultEndpointOptions(),
 	}
 }
 
@@ -183,6 +187,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.AuditQueueSize, "audit-queue-size", o.AuditQueueSize, "audit records buffered before writers wait (none is dropped)")
 	o.RenderLimits.BindFlags(fs)
 	o.InstallOptions.bindFlags(fs)
+	o.EndpointOptions.bindFlags(fs)
 }
 
 // PolicyGitSource splits --policy-git into the Guard and the path.
@@ -237,6 +242,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--audit-queue-size: must be at least 1, got %d", o.AuditQueueSize)
 	}
 	if err := o.RenderLimits.Validate(); err != nil {
+		return err
+	}
+	if err := o.EndpointOptions.validate(); err != nil {
 		return err
 	}
 	return o.InstallOptions.validate()

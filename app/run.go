@@ -82,10 +82,20 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	// The webhook's serving certificate (set below before anything is
+	// served) also serves the metrics under --metrics-secure, and its key
+	// signs stamps.
+	var serving servingCerts
+	servingCert := func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if serving == nil {
+			return nil, errors.New("no serving certificate yet")
+		}
+		return serving.GetCertificate(h)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 metricsOptions(o, servingCert, log),
 		HealthProbeBindAddress:  o.HealthAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
@@ -201,15 +211,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		log.Info("Guards without spec.serviceAccountName act as the default service account", "user", reconcile.ServiceAccountUser(o.Namespace, o.DefaultServiceAccount))
 	}
 	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules, Concurrency: o.ApplyConcurrency, Identities: identities}
-	// Stamps are signed with a key derived from the webhook's serving key
-	// (certs, set below before anything is served).
-	var serving servingCerts
-	stamps := stamp.NewSigner(stamp.KeyFromCertificate(func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
-		if serving == nil {
-			return nil, errors.New("no serving certificate yet")
-		}
-		return serving.GetCertificate(h)
-	}))
+	// Stamps are signed with a key derived from the webhook's serving key.
+	stamps := stamp.NewSigner(stamp.KeyFromCertificate(servingCert))
 	watcher := &informer.Watcher{
 		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: store, Reverter: reverter{applier},
 		Policy: engine, Settings: settings, Audit: auditLog, LabelKey: reconcile.GuardLabel,
@@ -301,14 +304,22 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	validator := &webhook.Validator{
 		Store: store, Policy: engine, Settings: settings, Options: applier.Options, WriteOptions: applier.WriteOptions, Mapper: mgr.GetRESTMapper(), Audit: auditLog,
-		FailClosed: o.FailurePolicy == "Fail", MaxInFlight: o.MaxInFlight,
-		Deadline: o.WebhookTimeout * 4 / 5, Log: log.WithName("webhook"),
+		FailClosed: o.FailurePolicy == "Fail",
+		Deadline:   o.WebhookTimeout * 4 / 5, Log: log.WithName("webhook"),
 	}
 	validator.Init()
 	stamper := &webhook.Stamper{Validator: validator, Stamps: stamps}
 	server := webhook.NewServer(o.WebhookAddr, tls.Certificate{}, validator, stamper, log.WithName("webhook"))
 	server.GetCertificate = certs.GetCertificate
 	server.MinVersion, _ = o.tlsMinVersion()
+	if server.ClientCAs, err = o.webhookClientCAs(); err != nil {
+		return err
+	}
+	server.ClientNames = o.WebhookClientNames
+	// Bodies are bounded before they are read: the in-flight slots and
+	// bytes are taken first (the validator's own bound is then not needed).
+	server.Limits = webhook.Limits{MaxInFlight: o.MaxInFlight, MaxRequestBytes: o.WebhookMaxRequestBytes,
+		MaxBytesInFlight: o.WebhookMaxBytesInFlight, Deadline: o.WebhookTimeout * 4 / 5}
 	if err := mgr.Add(server); err != nil {
 		return err
 	}
@@ -330,6 +341,25 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		log.Error(cerr, "close audit log")
 	}
 	return err
+}
+
+// metricsOptions serves the metrics on --metrics-addr: over HTTPS behind the
+// API server's authentication and authorization with --metrics-secure,
+// else plain HTTP, which start-up flags when it is not on loopback.
+func metricsOptions(o Options, cert func(*tls.ClientHelloInfo) (*tls.Certificate, error), log logr.Logger) metricsserver.Options {
+	if !o.MetricsSecure {
+		if !metricsOnLoopback(o.MetricsAddr) {
+			log.Info("metrics are served over plain HTTP to anyone who reaches --metrics-addr; use --metrics-secure or a loopback address", "addr", o.MetricsAddr)
+		}
+		return metricsserver.Options{BindAddress: o.MetricsAddr}
+	}
+	minVersion, _ := o.tlsMinVersion()
+	return metricsserver.Options{
+		BindAddress: o.MetricsAddr, SecureServing: true, FilterProvider: metricsAuthFilter,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			c.GetCertificate, c.MinVersion = cert, minVersion
+		}},
+	}
 }
 
 // leaderElectionID is the lease of one shard's replicas.

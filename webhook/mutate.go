@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -165,6 +167,11 @@ func decodeReview(w http.ResponseWriter, r *http.Request, log logr.Logger) (*adm
 	}
 	var review admissionv1.AdmissionReview
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&review); err != nil {
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			refused.WithLabelValues("too-large").Inc()
+			http.Error(w, fmt.Sprintf("driftguard: an AdmissionReview above %d bytes (--webhook-max-request-bytes)", tooLarge.Limit), http.StatusRequestEntityTooLarge)
+			return nil, false
+		}
 		log.Info("malformed admission review", "error", err.Error(), "remote", r.RemoteAddr)
 		http.Error(w, "driftguard: malformed AdmissionReview: "+err.Error(), http.StatusBadRequest)
 		return nil, false

@@ -21,6 +21,7 @@ import (
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Decider is the policy asked about a change.
@@ -64,9 +65,9 @@ type Validator struct {
 	sem chan struct{}
 }
 
-// maxBody bounds an AdmissionReview: an object and its old version, each at
-// most what etcd stores, with room to spare.
-const maxBody = 16 << 20
+// maxBody bounds an AdmissionReview a handler reads when no server's
+// Limits bound it first (handlers served on their own, in tests).
+const maxBody = MaxRequestBytesCeiling
 
 // ServeHTTP decodes one AdmissionReview, reviews it and writes the answer.
 func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +76,23 @@ func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Review decides one admission request.
 func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	return v.review(ctx, req).resp
+	return withoutSecrets(v.review(ctx, req).resp)
+}
+
+// withoutSecrets replaces every secret value the process knows
+// (redact.Secrets) in the denial message and warnings of resp: they quote
+// Git's values, the policy's reason and errors.
+func withoutSecrets(resp *admissionv1.AdmissionResponse) *admissionv1.AdmissionResponse {
+	if resp == nil || !redact.Secrets.Active() {
+		return resp
+	}
+	if resp.Result != nil {
+		resp.Result.Message = redact.Secrets.String(resp.Result.Message)
+	}
+	for i, w := range resp.Warnings {
+		resp.Warnings[i] = redact.Secrets.String(w)
+	}
+	return resp
 }
 
 // reviewed is what review did with a request.
