@@ -227,12 +227,12 @@ type ForbiddenError struct {
 }
 
 func (e *ForbiddenError) Error() string {
-	where := "cluster-wide"
+	where, grant := "cluster-wide", "a ClusterRole and ClusterRoleBinding"
 	if e.Namespace != "" {
-		where = "in namespace " + e.Namespace
+		where, grant = "in namespace "+e.Namespace, "a Role and RoleBinding in "+e.Namespace
 	}
-	return fmt.Sprintf("%s may not %s %s %s: grant it with a Role and RoleBinding for that service account, or leave the object out of Git: %v",
-		e.Identity, e.Verb, e.Resource, where, e.Err)
+	return fmt.Sprintf("%s may not %s %s %s: grant it to that service account with %s, or leave the object out of Git: %v",
+		e.Identity, e.Verb, e.Resource, where, grant, e.Err)
 }
 
 func (e *ForbiddenError) Unwrap() error { return e.Err }
