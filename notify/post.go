@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/driftguard/driftguard/redact"
 )
 
 // post sends n to the URL of the sink and returns the URL's host, for the
@@ -26,6 +28,9 @@ func (s *Sink) post(ctx context.Context, n Notification) (host string, err error
 	if err != nil {
 		return host, err
 	}
+	// The record was scrubbed by audit.Logger; a notification built from
+	// anything else is scrubbed here, as it leaves.
+	body = redact.Secrets.Bytes(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, raw, bytes.NewReader(body))
 	if err != nil {
 		return host, fmt.Errorf("notification request to %s: %w", host, withoutURL(err))

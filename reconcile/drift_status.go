@@ -122,6 +122,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 			status["conditions"] = after.Conditions
 		}
 	}
+	withoutSecrets(after) // in place: status shares its lists
 	if !w.changed && apiequality.Semantic.DeepEqual(&g.Status, after) {
 		return nil // a recheck that found nothing new
 	}

@@ -660,7 +660,7 @@ func (r *GuardReconciler) timeout(g *v1alpha1.Guard) time.Duration {
 // event records a Kubernetes Event on the Guard.
 func (r *GuardReconciler) event(g *v1alpha1.Guard, typ, reason, msg string) {
 	if r.Events != nil {
-		r.Events.Eventf(g, nil, typ, reason, "Reconcile", "%s", truncate(redact.Text(msg), 1000))
+		r.Events.Eventf(g, nil, typ, reason, "Reconcile", "%s", truncate(redact.Secrets.String(redact.Text(msg)), 1000))
 	}
 }
 

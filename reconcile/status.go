@@ -34,6 +34,7 @@ func (r *GuardReconciler) notReady(g *v1alpha1.Guard, reason, msg string) {
 // patchStatus writes the status when it changed, as a merge patch of the
 // difference, so that fields that became empty are removed too.
 func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, before *v1alpha1.GuardStatus) error {
+	withoutSecrets(&g.Status)
 	if apiequality.Semantic.DeepEqual(before, &g.Status) {
 		return nil
 	}
@@ -43,6 +44,24 @@ func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, be
 		return fmt.Errorf("update status of guard %s: %w", g.Name, err)
 	}
 	return nil
+}
+
+// withoutSecrets replaces every secret value the process knows
+// (redact.Secrets: decrypted, from Secrets) in the texts of a Guard's
+// status, whoever wrote them: condition messages and the lists of drifted,
+// unhealthy and failed objects (errors of the API server quote values).
+func withoutSecrets(st *v1alpha1.GuardStatus) {
+	if !redact.Secrets.Active() {
+		return
+	}
+	for i := range st.Conditions {
+		st.Conditions[i].Message = redact.Secrets.String(st.Conditions[i].Message)
+	}
+	for _, list := range [][]string{st.Drifted, st.Unhealthy, st.Failed} {
+		for i := range list {
+			list[i] = redact.Secrets.String(list[i])
+		}
+	}
 }
 
 // setDegraded reports fights with other field managers as the Degraded condition.

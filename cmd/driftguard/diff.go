@@ -15,6 +15,7 @@ import (
 
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/redact"
 )
 
 func newDiffCommand() *cobra.Command {
@@ -42,16 +43,19 @@ Exit status: 0 in sync, 1 when fields differ, 2 when an input is bad.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var differ bool
 			var err error
+			// What diff prints is scrubbed of the secret values of what it
+			// rendered (registered by compareWithCluster).
+			out, errOut := redact.Secrets.Writer(cmd.OutOrStdout()), redact.Secrets.Writer(cmd.ErrOrStderr())
 			switch {
 			case len(args) == 1:
-				differ, err = runGuardDiff(cmd.Context(), cmd.OutOrStdout(), kubeconfig, args[0], namespace)
+				differ, err = runGuardDiff(cmd.Context(), out, kubeconfig, args[0], namespace)
 			case dir != "":
-				differ, err = runDirDiff(cmd.Context(), cmd.OutOrStdout(), kubeconfig, dir, ignoreFile)
+				differ, err = runDirDiff(cmd.Context(), out, kubeconfig, dir, ignoreFile)
 			default:
-				differ, err = runDiff(cmd.OutOrStdout(), cmd.ErrOrStderr(), desiredFile, liveFile, ignoreFile)
+				differ, err = runDiff(out, errOut, desiredFile, liveFile, ignoreFile)
 			}
 			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "driftguard diff:", err)
+				fmt.Fprintln(errOut, "driftguard diff:", err)
 				return exitCode(2)
 			}
 			if differ {

@@ -17,6 +17,7 @@ import (
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/redact"
 	"github.com/driftguard/driftguard/sources"
 )
 
@@ -104,6 +105,7 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 // shown as drift (without the right to patch, the text comparison stands).
 func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, snap *gitstore.Snapshot, ignore []*drift.Rule) (bool, error) {
 	rev := snap.Revision
+	redact.Secrets.Set(cliSecrets, snap.SensitiveValues())
 	applier := &reconcile.Applier{Client: c, Rules: func(string) []*drift.Rule { return ignore }}
 	differ := 0
 	for _, o := range snap.Objects {

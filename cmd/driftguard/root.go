@@ -2,12 +2,15 @@ package main
 
 import (
 	"flag"
+	"os"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/driftguard/driftguard/redact"
 )
 
 // logOptions are the zap flags shared by every subcommand that logs.
@@ -24,6 +27,10 @@ func (o *logOptions) bind(cmd *cobra.Command) {
 
 // logger builds the logr logger (zap, JSON on stderr) and sets it for controller-runtime.
 func (o *logOptions) logger() logr.Logger {
+	// Every line the process logs is scrubbed of the secret values it
+	// knows (redact.Secrets): errors of the API server and of renders may
+	// quote them.
+	o.zap.DestWriter = redact.Secrets.Writer(os.Stderr)
 	l := zap.New(zap.UseFlagOptions(&o.zap))
 	ctrl.SetLogger(l)
 	return l

@@ -24,6 +24,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // validateOptions are the flags of driftguard validate.
@@ -71,9 +72,11 @@ validate cannot run (bad flags, unreachable cluster).`,
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			problems, err := runValidate(cmd.Context(), cmd.OutOrStdout(), dir, o)
+			// What validate prints is scrubbed of the secret values of
+			// what it rendered (the cluster's dry-run errors quote values).
+			problems, err := runValidate(cmd.Context(), redact.Secrets.Writer(cmd.OutOrStdout()), dir, o)
 			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "driftguard validate:", err)
+				fmt.Fprintln(redact.Secrets.Writer(cmd.ErrOrStderr()), "driftguard validate:", err)
 				return exitCode(2)
 			}
 			if problems > 0 {
@@ -153,6 +156,7 @@ func runValidate(ctx context.Context, out io.Writer, dir string, o *validateOpti
 	defer func() { _ = fsys.Close() }()
 	var problems []problem
 	objs, err := gitstore.RenderAll(fsys, rel, gitstore.Source{URL: root, Revision: "local"}, opts)
+	registerSecrets(objs)
 	problems = append(problems, renderProblems(err)...)
 	if err != nil && len(problems) == 0 {
 		return 0, err // not a problem of the files: a bad key or variable name
