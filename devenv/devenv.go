@@ -55,6 +55,9 @@ type Options struct {
 	Dir string
 	// Log receives progress messages. The zero value discards them.
 	Log logr.Logger
+	// APIServerFlags are more kube-apiserver flags, name without dashes to
+	// value, e.g. admission-control-config-file.
+	APIServerFlags map[string]string
 }
 
 // Cluster is a running local cluster. Stop it when done.
@@ -224,6 +227,9 @@ func (c *Cluster) startControlPlane(o Options) error {
 	api.Out, api.Err = apiLog, apiLog
 	// Loopback only. Webhooks at https://127.0.0.1:PORT are admitted by default.
 	api.SecureServing.Address = "127.0.0.1"
+	for name, value := range o.APIServerFlags {
+		api.Configure().Set(name, value)
+	}
 	env.ControlPlane.KubectlPath = filepath.Join(c.binDir, "kubectl")
 
 	c.Env = env

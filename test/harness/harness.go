@@ -27,6 +27,7 @@ import (
 	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
+	"github.com/driftguard/driftguard/redact"
 )
 
 // Harness is one running control plane, Git server and guard.
@@ -104,6 +105,8 @@ type Options struct {
 	Simulated bool
 	// Guard adjusts the guard's options before it starts.
 	Guard func(*app.Options)
+	// APIServerFlags are more kube-apiserver flags (devenv.Options).
+	APIServerFlags map[string]string
 }
 
 // Start brings everything up; call Stop when done (typically in TestMain).
@@ -125,12 +128,14 @@ func (h *Harness) start(o Options) error {
 	if err := config.WriteCRDs(crdDir); err != nil {
 		return err
 	}
-	log := zap.New(zap.UseDevMode(false), zap.WriteTo(logWriter(h.Dir)))
+	// As driftguard run does (cmd/driftguard), the process log is scrubbed
+	// of the secret values the guard knows (redact.Secrets).
+	log := zap.New(zap.UseDevMode(false), zap.WriteTo(redact.Secrets.Writer(logWriter(h.Dir))))
 	ctrllog.SetLogger(log)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	var err error
-	h.Cluster, err = devenv.Start(ctx, devenv.Options{Simulated: o.Simulated, CRDDirs: []string{crdDir}, Dir: filepath.Join(h.Dir, "cluster"), Log: log})
+	h.Cluster, err = devenv.Start(ctx, devenv.Options{Simulated: o.Simulated, CRDDirs: []string{crdDir}, Dir: filepath.Join(h.Dir, "cluster"), Log: log, APIServerFlags: o.APIServerFlags})
 	if err != nil {
 		return err
 	}
