@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,7 +237,8 @@ func TestRendered(t *testing.T) {
 		{"default", "ServiceMonitor", 0}, {"admin", "ServiceMonitor", 1},
 		{"default", "Guard", 0}, {"strict", "Guard", 1},
 		{"default", "ConfigMap", 1}, {"strict", "ConfigMap", 1}, {"admin", "ConfigMap", 0},
-		{"default", "ClusterRole", 2}, {"admin", "ClusterRole", 1},
+		{"default", "ClusterRole", 2}, {"admin", "ClusterRole", 1}, {"strict", "ClusterRole", 3},
+		{"default", "ClusterRoleBinding", 2}, {"strict", "ClusterRoleBinding", 2}, {"default", "RoleBinding", 1}, {"strict", "RoleBinding", 2}, {"default", "ServiceAccount", 1}, {"strict", "ServiceAccount", 2},
 		{"default", "ValidatingWebhookConfiguration", 1}, {"default", "MutatingWebhookConfiguration", 1},
 	} {
 		if got := count(tc.variant, tc.kind); got != tc.want {
@@ -251,6 +253,50 @@ func TestRendered(t *testing.T) {
 	}
 	if b := find("admin", "ClusterRoleBinding", release+"-cluster-admin"); b == nil {
 		t.Error("admin: rbac.clusterAdmin binds nothing to cluster-admin")
+	}
+	// Per-Guard identity: the guard impersonates the ServiceAccounts of its
+	// own namespace only; with clusterWide false it writes no managed kind
+	// itself, and the tenant's account writes them in its namespaces.
+	verbsOf := func(o *unstructured.Unstructured) []string {
+		var out []string
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			vs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "verbs")
+			out = append(out, vs...)
+		}
+		return out
+	}
+	for _, v := range []string{"default", "strict"} {
+		role := find(v, "Role", release)
+		if !strings.Contains(fmt.Sprint(role.Object["rules"]), "impersonate") {
+			t.Errorf("%s: the guard's Role does not let it impersonate its namespace's ServiceAccounts: %v", v, role.Object["rules"])
+		}
+	}
+	for _, o := range objs["default"] {
+		if strings.Contains(fmt.Sprint(o.Object["rules"]), "impersonate") && o.GetKind() != "Role" {
+			t.Errorf("default: %s %s grants impersonate beyond the release namespace", o.GetKind(), o.GetName())
+		}
+	}
+	for _, verb := range verbsOf(find("strict", "ClusterRole", release+"-managed")) {
+		if verb != "get" && verb != "list" && verb != "watch" {
+			t.Errorf("strict (clusterWide false): the guard's own ClusterRole grants %s", verb)
+		}
+	}
+	if !slices.Contains(verbsOf(find("default", "ClusterRole", release+"-managed")), "patch") {
+		t.Error("default (clusterWide true): the guard's own ClusterRole no longer writes the managed kinds")
+	}
+	if rb := find("strict", "RoleBinding", release+"-tenant-tenant"); rb == nil || rb.GetNamespace() != "default" ||
+		!strings.Contains(fmt.Sprint(rb.Object["subjects"]), "name:tenant namespace:"+releaseNS) {
+		t.Errorf("strict: tenant RoleBinding %v", rb)
+	}
+	if !slices.Contains(verbsOf(find("strict", "ClusterRole", release+"-tenant")), "patch") {
+		t.Error("strict: the tenant ClusterRole does not write the managed kinds")
+	}
+	if a := args("strict"); !strings.Contains(a, "--default-service-account=tenant") {
+		t.Errorf("strict: args lack --default-service-account=tenant: %s", a)
+	}
+	if a := args("default"); strings.Contains(a, "--default-service-account") {
+		t.Errorf("default: %s", a)
 	}
 	// The NetworkPolicy opens only the webhook port to the API server.
 	np := find("strict", "NetworkPolicy", "")
@@ -313,6 +359,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"certificates.lifetime=soon", "/certificates/lifetime"},
 		{"networkPolicy.enabled=true", "networkPolicy.apiServerCIDRs"},
 		{"guard.create=true", "guard.spec.url"},
+		{"rbac.clusterWide=false,rbac.clusterAdmin=true", "exclude each other"},
+		{"rbac.clusterWide=false,rbac.impersonation.enabled=false", "need rbac.impersonation.enabled"},
+		{"rbac.impersonation.defaultServiceAccount=Team_A", "/rbac/impersonation/defaultServiceAccount"},
+		{"rbac.tenants[0].name=team-a,rbac.tenants[0].namespaces={default}", "is the guard's own"},
+		{"rbac.tenants[0].name=driftguard,rbac.tenants[0].namespaces={shop}", "the guard's own ServiceAccount"},
 	} {
 		out, err := helmErr(t, "", "template", release, chartDir(t), "--set", tc.set)
 		if err == nil || !strings.Contains(out, tc.want) {
