@@ -172,7 +172,8 @@ func (ids *Identities) For(ctx context.Context, g *v1alpha1.Guard) (Identity, er
 // ForGuard is For of the Guard named guard, read from Guards.
 func (ids *Identities) ForGuard(ctx context.Context, guard string) (Identity, error) {
 	var g v1alpha1.Guard
-	if err := ids.Guards.Get(ctx, client.ObjectKey{Name: guard}, &g); err != nil {
+	// Read-only, on self-heal's path: no copy of the cached Guard.
+	if err := ids.Guards.Get(ctx, client.ObjectKey{Name: guard}, &g, client.UnsafeDisableDeepCopy); err != nil {
 		return Identity{}, fmt.Errorf("guard %s: find the identity it acts as: %w", guard, err)
 	}
 	return ids.For(ctx, &g)
