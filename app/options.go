@@ -85,6 +85,10 @@ type Options struct {
 	// RenderLimits bound what rendering one revision may read, decode and
 	// produce (--render-* flags; docs/security.md, "Rendering limits").
 	RenderLimits gitstore.Limits
+	// Sources say what fetching a source may reach and download
+	// (--allow-local-sources, --source-* flags; docs/security.md, "Fetch
+	// limits" and "Local sources").
+	Sources gitstore.FetchOptions
 
 	// Installation in a cluster: self-protection, certificates, HA
 	// (app/options_install.go).
@@ -132,6 +136,7 @@ func DefaultOptions() Options {
 		PolicyTimeout:     time.Second,
 		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
 		RenderLimits:      gitstore.DefaultLimits(),
+		Sources:           gitstore.DefaultFetchOptions(),
 		InstallOptions:    defaultInstallOptions(),
 		EndpointOptions:   defaultEndpointOptions(),
 	}
@@ -186,6 +191,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AuditEvents, "audit-events", o.AuditEvents, "also record drift and decisions as Kubernetes Events on the object")
 	fs.IntVar(&o.AuditQueueSize, "audit-queue-size", o.AuditQueueSize, "audit records buffered before writers wait (none is dropped)")
 	o.RenderLimits.BindFlags(fs)
+	o.Sources.BindFlags(fs)
 	o.InstallOptions.bindFlags(fs)
 	o.EndpointOptions.bindFlags(fs)
 }
@@ -242,6 +248,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--audit-queue-size: must be at least 1, got %d", o.AuditQueueSize)
 	}
 	if err := o.RenderLimits.Validate(); err != nil {
+		return err
+	}
+	if err := o.Sources.Validate(); err != nil {
 		return err
 	}
 	if err := o.EndpointOptions.validate(); err != nil {

@@ -262,7 +262,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			return err
 		}
 	}
-	fetcher := sources.New(gitstore.NewFetcher(o.GitCacheDir, log.WithName("git")), filepath.Join(o.GitCacheDir, "artifacts"), log.WithName("sources"))
+	gitFetcher := gitstore.NewFetcher(o.GitCacheDir, log.WithName("git"))
+	gitFetcher.SetOptions(o.Sources)
+	fetcher := sources.New(gitFetcher, filepath.Join(o.GitCacheDir, "artifacts"), log.WithName("sources"))
 	if o.LeaderElection {
 		if err := mgr.Add(&follower{client: mgr.GetClient(), cache: mgr.GetCache(), fetcher: fetcher, store: store, applier: applier,
 			elected: mgr.Elected(), namespace: o.Namespace, interval: o.DefaultInterval, log: log.WithName("follow")}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -38,6 +39,9 @@ type Request struct {
 	// "." are the root.
 	Path string
 	Auth *Auth
+	// Field is the spec field of URL (spec.url, spec.git.url), for
+	// messages; "" says "the source URL".
+	Field string
 	// Render says how Path is rendered: variables, Helm settings, SOPS
 	// keys. Snapshots are cached by (revision, Path, Render.Hash()).
 	Render RenderOptions
@@ -75,6 +79,7 @@ func (e *FetchError) Unwrap() error { return e.Err }
 type Fetcher struct {
 	cacheDir string
 	log      logr.Logger
+	opts     FetchOptions
 
 	mu    sync.Mutex
 	repos map[string]*remoteRepo // by Request.CacheKey: URL and credentials
@@ -87,13 +92,24 @@ type remoteRepo struct {
 	key     string // Request.CacheKey
 	mu      sync.Mutex
 	repo    *git.Repository
+	fs      billy.Filesystem // the repository's folder
+	budget  budget           // what a fetch may still write to it
 	renders RenderCache
 }
 
 // NewFetcher returns a Fetcher that keeps its repositories below cacheDir.
+// It fetches with DefaultFetchOptions until SetOptions.
 func NewFetcher(cacheDir string, log logr.Logger) *Fetcher {
-	return &Fetcher{cacheDir: cacheDir, log: log, repos: map[string]*remoteRepo{}}
+	return &Fetcher{cacheDir: cacheDir, log: log, opts: DefaultFetchOptions(), repos: map[string]*remoteRepo{}}
 }
+
+// SetOptions sets what fetches may reach and download; zero limits take
+// DefaultFetchOptions'. Call it before the first Fetch.
+func (f *Fetcher) SetOptions(o FetchOptions) { f.opts = o.withDefaults() }
+
+// Options are the Fetcher's FetchOptions, which the fetchers of the other
+// kinds of source share.
+func (f *Fetcher) Options() FetchOptions { return f.opts }
 
 // Fetch resolves req.Ref on the remote and returns the resolved commit SHA
 // and the Snapshot of req.Path at it, rendered with req.Render. When the SHA
@@ -107,6 +123,11 @@ func NewFetcher(cacheDir string, log logr.Logger) *Fetcher {
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap *Snapshot, err error) {
 	if req.Kind != "" && req.Kind != SourceGit {
 		return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("a %s source is not fetched with Git", req.Kind)}
+	}
+	if !f.opts.AllowLocal {
+		if err := CheckLocal(req.URL, req.Field); err != nil {
+			return "", nil, &FetchError{URL: req.URL, Err: err}
+		}
 	}
 	dir := cleanDir(req.Path)
 	key := RenderKeyOf(req)
@@ -144,6 +165,15 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	}
 
 	commit, err := f.commit(ctx, rr, req.URL, hash, refName, auth)
+	var limit *LimitError
+	if errors.As(err, &limit) {
+		// The revision is too large: it stays too large, so it is
+		// remembered as a failed render and not fetched again.
+		err = fmt.Errorf("fetch %s: %w", ShortRevision(sha), &RenderError{Path: ".", Err: limit})
+		rr.renders.Put(key, &Rendered{Revision: sha, Err: err})
+		log.Info("fetch refused", "error", err.Error())
+		return sha, nil, err
+	}
 	if err != nil {
 		return "", nil, &FetchError{URL: req.URL, Err: explainAuth(err, auth)}
 	}
@@ -250,11 +280,11 @@ func resolve(ctx context.Context, u, ref string, rng *semverRange, auth transpor
 // first when it is not there yet.
 func (f *Fetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash plumbing.Hash, refName plumbing.ReferenceName, auth transport.AuthMethod) (*object.Commit, error) {
 	if rr.repo == nil {
-		repo, err := f.openCache(u, rr.key)
+		repo, fs, err := f.openCache(u, rr.key, &rr.budget)
 		if err != nil {
 			return nil, err
 		}
-		rr.repo = repo
+		rr.repo, rr.fs = repo, fs
 	}
 	if c, err := rr.repo.CommitObject(hash); err == nil {
 		return c, nil
@@ -266,13 +296,22 @@ func (f *Fetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash plu
 	} else {
 		opts.RefSpecs = []config.RefSpec{config.RefSpec(hash.String() + ":refs/driftguard/" + hash.String())}
 	}
+	// What the server sends is written to the cache as it arrives, within
+	// --source-max-fetch-size.
+	rr.budget.start(f.opts.MaxFetchBytes)
+	defer rr.budget.stop()
 	err := rr.repo.FetchContext(ctx, opts)
 	if errors.Is(err, git.ErrExactSHA1NotSupported) {
 		// The server does not let us ask for a commit by SHA: fetch every
 		// branch and tag in full and look for it there.
 		opts.Depth = 0
 		opts.RefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
+		rr.budget.start(f.opts.MaxFetchBytes)
 		err = rr.repo.FetchContext(ctx, opts)
+	}
+	if rr.budget.over.Load() {
+		removeTempPacks(rr.fs)
+		return nil, FetchSizeError("the pack of commit "+ShortRevision(hash.String()), f.opts.MaxFetchBytes)
 	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil, fmt.Errorf("fetch %s: %w", hash, err)
@@ -291,32 +330,33 @@ const objectCacheSize = 4 * cache.MiByte
 
 // openCache opens, or creates, the bare cache repository of u fetched with
 // the credentials of key (a Request.CacheKey).
-func (f *Fetcher) openCache(u, key string) (*git.Repository, error) {
+func (f *Fetcher) openCache(u, key string, b *budget) (*git.Repository, billy.Filesystem, error) {
 	dir := filepath.Join(f.cacheDir, key[:32]+".git")
+	fs := budgetFS{Filesystem: osfs.New(dir), b: b}
 	// go-git's default object cache keeps up to 96 MiB of decoded objects
 	// per repository for as long as the guard runs; rendering reads each
 	// file once per revision, so a small one does.
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize))
+	st := filesystem.NewStorage(fs, cache.NewObjectLRU(objectCacheSize))
 	repo, err := git.Open(st, nil)
 	switch {
 	case errors.Is(err, git.ErrRepositoryNotExists):
 		if err := os.MkdirAll(f.cacheDir, 0o755); err != nil {
-			return nil, fmt.Errorf("create cache folder %s: %w", f.cacheDir, err)
+			return nil, nil, fmt.Errorf("create cache folder %s: %w", f.cacheDir, err)
 		}
 		if repo, err = git.Init(st, nil); err != nil {
-			return nil, fmt.Errorf("init cache %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("init cache %s: %w", dir, err)
 		}
 	case err != nil:
-		return nil, fmt.Errorf("open cache %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("open cache %s: %w", dir, err)
 	}
 	// Fetch needs a configured remote; its URL is also given per fetch.
 	if _, err := repo.Remote(cacheRemote); errors.Is(err, git.ErrRemoteNotFound) {
 		_, err = repo.CreateRemote(&config.RemoteConfig{Name: cacheRemote, URLs: []string{u}})
 		if err != nil {
-			return nil, fmt.Errorf("configure cache %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("configure cache %s: %w", dir, err)
 		}
 	} else if err != nil {
-		return nil, fmt.Errorf("open cache %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("open cache %s: %w", dir, err)
 	}
-	return repo, nil
+	return repo, fs, nil
 }

@@ -128,7 +128,11 @@ func sourceRequest(s *v1alpha1.GuardSpec) (gitstore.Request, *v1alpha1.SecretRef
 			Artifact: &gitstore.ArtifactSource{Endpoint: b.Endpoint, Bucket: b.Bucket, Prefix: b.Prefix, Region: b.Region, Insecure: b.Insecure, Field: "spec.bucket"}}, b.SecretRef, nil
 	}
 	git := s.GitSource()
-	return gitstore.Request{Kind: gitstore.SourceGit, URL: git.URL, Ref: git.Ref, SemVer: git.SemVer, Path: git.Path}, nil, nil
+	field := "spec.url"
+	if s.Git != nil {
+		field = "spec.git.url"
+	}
+	return gitstore.Request{Kind: gitstore.SourceGit, URL: git.URL, Ref: git.Ref, SemVer: git.SemVer, Path: git.Path, Field: field}, nil, nil
 }
 
 // PinRevision returns req changed to fetch exactly revision rev, as an

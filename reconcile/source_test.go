@@ -18,9 +18,9 @@ func TestSourceRequest(t *testing.T) {
 		invalid string
 	}{
 		{"git form", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", Ref: "main", Path: "apps"},
-			gitstore.Request{Kind: gitstore.SourceGit, URL: "https://git.example/infra.git", Ref: "main", Path: "apps"}, ""},
+			gitstore.Request{Kind: gitstore.SourceGit, URL: "https://git.example/infra.git", Ref: "main", Path: "apps", Field: "spec.url"}, ""},
 		{"git struct", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git", SemVer: "^1"}},
-			gitstore.Request{Kind: gitstore.SourceGit, URL: "https://git.example/infra.git", SemVer: "^1"}, ""},
+			gitstore.Request{Kind: gitstore.SourceGit, URL: "https://git.example/infra.git", SemVer: "^1", Field: "spec.git.url"}, ""},
 		{"helm repository", v1alpha1.GuardSpec{HelmRepository: &v1alpha1.HelmRepositorySource{URL: "https://charts.example", Chart: "web", Version: "^2"}},
 			gitstore.Request{Kind: gitstore.SourceHelmRepository, URL: "https://charts.example", SemVer: "^2", Artifact: &gitstore.ArtifactSource{Chart: "web", Field: "spec.helmRepository"}}, ""},
 		{"oci digest", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://ghcr.io/acme/deploy", Digest: "sha256:abc", Path: "prod", Insecure: true}},
@@ -45,7 +45,7 @@ func TestSourceRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Kind != tt.want.Kind || got.URL != tt.want.URL || got.Ref != tt.want.Ref || got.SemVer != tt.want.SemVer || got.Path != tt.want.Path {
+			if got.Kind != tt.want.Kind || got.URL != tt.want.URL || got.Ref != tt.want.Ref || got.SemVer != tt.want.SemVer || got.Path != tt.want.Path || got.Field != tt.want.Field {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
 			if u := SourceURL(&v1alpha1.Guard{Spec: tt.spec}); u != tt.want.URL {

@@ -14,19 +14,28 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/driftguard/driftguard/gitstore"
 )
 
-// Bounds of what an archive may hold once unpacked.
+// The default bounds of archives and bucket prefixes (flags of driftguard
+// run: gitstore.FetchOptions).
 const (
-	maxArchiveSize  = 256 << 20 // compressed bytes downloaded for one archive
 	maxUnpackedSize = 256 << 20 // bytes of all files of an archive or bucket prefix
 	maxFiles        = 20000     // files of an archive or bucket prefix
 )
 
-// untar reads a tar.gz archive into files by slash-separated path. Folders
-// are implied; an entry whose path leaves the archive, a link or a device
-// is an error, as is an archive larger than the bounds above.
+// untar reads a tar.gz archive within the default bounds.
 func untar(r io.Reader) (map[string][]byte, error) {
+	return untarWithin(r, maxUnpackedSize, maxFiles)
+}
+
+// untarWithin reads a tar.gz archive into files by slash-separated path.
+// Folders are implied; an entry whose path leaves the archive, a link or a
+// device is an error, as is an archive of more than maxBytes unpacked or
+// more than maxEntries files (a *gitstore.LimitError), found before the
+// entry beyond them is read.
+func untarWithin(r io.Reader, maxBytes int64, maxEntries int) (map[string][]byte, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("not a gzip archive: %w", err)
@@ -57,12 +66,12 @@ func untar(r io.Reader) (map[string][]byte, error) {
 		if name == "" {
 			return nil, fmt.Errorf("entry %q has no name", hdr.Name)
 		}
-		if len(files) >= maxFiles {
-			return nil, fmt.Errorf("more than %d files", maxFiles)
+		if len(files) >= maxEntries {
+			return nil, gitstore.FilesError("the archive", maxEntries)
 		}
 		total += hdr.Size
-		if hdr.Size < 0 || total > maxUnpackedSize {
-			return nil, fmt.Errorf("larger than %d bytes unpacked", maxUnpackedSize)
+		if hdr.Size < 0 || total > maxBytes {
+			return nil, gitstore.UnpackedSizeError("the archive", maxBytes)
 		}
 		data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
 		if err != nil {
@@ -92,7 +101,10 @@ func entryPath(name string) (string, error) {
 // (which must download it itself, and be refused by a registry or
 // repository that keeps it private). It keeps the maxBlobs archives used
 // last.
-type blobStore struct{ dir string }
+type blobStore struct {
+	dir string
+	max int64 // a kept archive larger than this is not read
+}
 
 const maxBlobs = 100
 
@@ -107,7 +119,10 @@ func (b blobStore) get(owner, hexDigest string) []byte {
 		return nil
 	}
 	p := b.path(owner, hexDigest)
-	data, err := os.ReadFile(p)
+	if info, err := os.Stat(p); err != nil || (b.max > 0 && info.Size() > b.max) {
+		return nil
+	}
+	data, err := readFileLimit(p, b.max)
 	if err != nil {
 		return nil
 	}
@@ -173,14 +188,31 @@ func (b blobStore) put(owner string, data []byte) (string, error) {
 	return hexDigest, nil
 }
 
-// readAllLimit reads r whole, failing beyond max bytes.
+// errTooLarge is what readAllLimit reads beyond its bound.
+var errTooLarge = errors.New("larger than the limit")
+
+// readAllLimit reads r whole, failing with errTooLarge beyond max bytes as
+// soon as it has read them.
 func readAllLimit(r io.Reader, max int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("larger than %d bytes", max)
+		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, max)
 	}
 	return data, nil
+}
+
+// readFileLimit reads a file within max bytes (no bound when max is 0).
+func readFileLimit(name string, max int64) ([]byte, error) {
+	if max <= 0 {
+		return os.ReadFile(name)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return readAllLimit(f, max)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -74,8 +75,12 @@ func (f *Fetcher) resolveBucket(ctx context.Context, st *state, req gitstore.Req
 			continue // a folder marker
 		}
 		total += o.Size
-		if len(objs) >= maxFiles || total > maxUnpackedSize {
-			return target{}, fmt.Errorf("bucket %s prefix %q holds more than %d objects or %d bytes", a.Bucket, prefix, maxFiles, maxUnpackedSize)
+		what := fmt.Sprintf("bucket %s prefix %q", a.Bucket, prefix)
+		if len(objs) >= f.opts.MaxFiles {
+			return target{}, gitstore.FilesError(what, f.opts.MaxFiles)
+		}
+		if total > f.opts.MaxUnpackedBytes {
+			return target{}, gitstore.UnpackedSizeError(what, f.opts.MaxUnpackedBytes)
 		}
 		objs = append(objs, listedObject{key: o.Key, etag: strings.Trim(o.ETag, `"`), size: o.Size})
 	}
@@ -87,6 +92,9 @@ func (f *Fetcher) resolveBucket(ctx context.Context, st *state, req gitstore.Req
 	return target{rev: rev, load: func(ctx context.Context) (fs.FS, string, error) {
 		files := make(map[string][]byte, len(objs))
 		kept := make(map[string]bucketObject, len(objs))
+		// What the objects download, in all, as it arrives: a listing
+		// states sizes, a server may send more.
+		left := f.opts.MaxFetchBytes
 		for _, o := range objs {
 			p, err := entryPath(o.key)
 			if err != nil || p == "" {
@@ -96,10 +104,14 @@ func (f *Fetcher) resolveBucket(ctx context.Context, st *state, req gitstore.Req
 				files[p], kept[o.key] = old.data, old
 				continue
 			}
-			data, err := getObject(ctx, client, a, o.key)
+			data, err := getObject(ctx, client, a, o.key, left)
+			if errors.Is(err, errTooLarge) {
+				return nil, "", &gitstore.RenderError{Path: o.key, Err: gitstore.FetchSizeError(fmt.Sprintf("bucket %s prefix %q", a.Bucket, prefix), f.opts.MaxFetchBytes)}
+			}
 			if err != nil {
 				return nil, "", err
 			}
+			left -= int64(len(data))
 			files[p], kept[o.key] = data, bucketObject{etag: o.etag, data: data}
 		}
 		bs.objects = kept
@@ -107,13 +119,17 @@ func (f *Fetcher) resolveBucket(ctx context.Context, st *state, req gitstore.Req
 	}}, nil
 }
 
-func getObject(ctx context.Context, client *minio.Client, a *gitstore.ArtifactSource, key string) ([]byte, error) {
+// getObject downloads an object, failing with errTooLarge beyond max bytes.
+func getObject(ctx context.Context, client *minio.Client, a *gitstore.ArtifactSource, key string, max int64) ([]byte, error) {
 	obj, err := client.GetObject(ctx, a.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, explainBucket(err, a))
 	}
 	defer func() { _ = obj.Close() }()
-	data, err := readAllLimit(obj, maxUnpackedSize)
+	data, err := readAllLimit(obj, max)
+	if errors.Is(err, errTooLarge) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, explainBucket(err, a))
 	}

@@ -23,6 +23,7 @@ import (
 // serialized.
 type Fetcher struct {
 	git   *gitstore.Fetcher
+	opts  gitstore.FetchOptions // git's: the bounds of every download
 	blobs blobStore
 	log   logr.Logger
 	http  *http.Transport
@@ -32,9 +33,14 @@ type Fetcher struct {
 }
 
 // New returns a Fetcher that fetches Git with git and keeps downloaded
-// archives below cacheDir.
+// archives below cacheDir. Every kind downloads within git's options
+// (gitstore.Fetcher.SetOptions, before New).
 func New(git *gitstore.Fetcher, cacheDir string, log logr.Logger) *Fetcher {
-	return &Fetcher{git: git, blobs: blobStore{dir: cacheDir}, log: log, http: newTransport(),
+	opts := gitstore.DefaultFetchOptions()
+	if git != nil {
+		opts = git.Options()
+	}
+	return &Fetcher{git: git, opts: opts, blobs: blobStore{dir: cacheDir, max: opts.MaxFetchBytes}, log: log, http: newTransport(),
 		sources: map[string]*state{}}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -141,14 +142,20 @@ func (f *Fetcher) resolveHelm(ctx context.Context, st *state, req gitstore.Reque
 				}
 			}
 		}
-		return chartFS(data, redact.URL(chartURL), entry.Created)
+		return chartFSWithin(data, redact.URL(chartURL), entry.Created, f.opts.MaxUnpackedBytes, f.opts.MaxFiles)
 	}}, nil
 }
 
 // chartFS unpacks a chart archive; a bad archive is a
 // *gitstore.RenderError naming what.
 func chartFS(data []byte, what string, created time.Time) (fs.FS, string, error) {
-	files, err := untar(bytes.NewReader(data))
+	return chartFSWithin(data, what, created, maxUnpackedSize, maxFiles)
+}
+
+// chartFSWithin is chartFS within bounds of the unpacked size and the
+// files.
+func chartFSWithin(data []byte, what string, created time.Time, maxBytes int64, maxEntries int) (fs.FS, string, error) {
+	files, err := untarWithin(bytes.NewReader(data), maxBytes, maxEntries)
 	if err != nil {
 		return nil, "", &gitstore.RenderError{Path: what, Err: err}
 	}
@@ -267,7 +274,10 @@ func (f *Fetcher) download(ctx context.Context, chartURL string, req gitstore.Re
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("GET %s: %s", redact.URL(chartURL), resp.Status)
 	}
-	data, err := readAllLimit(resp.Body, maxArchiveSize)
+	data, err := readAllLimit(resp.Body, f.opts.MaxFetchBytes)
+	if errors.Is(err, errTooLarge) {
+		return nil, &gitstore.RenderError{Path: redact.URL(chartURL), Err: gitstore.FetchSizeError("the chart archive", f.opts.MaxFetchBytes)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", redact.URL(chartURL), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -145,8 +146,12 @@ func (f *Fetcher) pullArtifact(ctx context.Context, owner string, p *remote.Pull
 	created, _ := time.Parse(time.RFC3339, m.Annotations["org.opencontainers.image.created"])
 	data := f.blobs.get(owner, layer.Digest.Hex)
 	if data == nil {
-		if layer.Size > maxArchiveSize {
-			return nil, time.Time{}, bad("layer %s is %d bytes, more than %d", layer.Digest, layer.Size, maxArchiveSize)
+		max := f.opts.MaxFetchBytes
+		tooLarge := func() error {
+			return &gitstore.RenderError{Path: what, Err: gitstore.FetchSizeError("layer "+layer.Digest.String(), max)}
+		}
+		if layer.Size > max {
+			return nil, time.Time{}, tooLarge()
 		}
 		l, err := p.Layer(ctx, ref.Context().Digest(layer.Digest.String()))
 		if err != nil {
@@ -156,8 +161,11 @@ func (f *Fetcher) pullArtifact(ctx context.Context, owner string, p *remote.Pull
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("layer %s: %w", layer.Digest, explainRegistry(err, a))
 		}
-		data, err = readAllLimit(rc, maxArchiveSize)
+		data, err = readAllLimit(rc, max)
 		rc.Close()
+		if errors.Is(err, errTooLarge) {
+			return nil, time.Time{}, tooLarge()
+		}
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("layer %s: %w", layer.Digest, explainRegistry(err, a))
 		}
@@ -168,7 +176,7 @@ func (f *Fetcher) pullArtifact(ctx context.Context, owner string, p *remote.Pull
 			f.log.Error(err, "keep layer", "digest", layer.Digest.String())
 		}
 	}
-	files, err := untar(bytes.NewReader(data))
+	files, err := untarWithin(bytes.NewReader(data), f.opts.MaxUnpackedBytes, f.opts.MaxFiles)
 	if err != nil {
 		return nil, time.Time{}, bad("layer %s: %w", layer.Digest, err)
 	}

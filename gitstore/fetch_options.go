@@ -1,0 +1,120 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/spf13/pflag"
+
+	"github.com/driftguard/driftguard/redact"
+)
+
+// FetchOptions say what fetching a source may reach and download. A
+// source's URL and content are chosen by whoever writes the Guard or
+// publishes to the source; docs/security.md ("Fetch limits", "Local
+// sources") says which threat each answers.
+type FetchOptions struct {
+	// AllowLocal lets a Git source name the guard's own disk: a file://
+	// URL or a path. Off, such a source is refused: it would read the
+	// guard's caches (other Guards' private repositories) and any
+	// repository on its disk.
+	AllowLocal bool
+	// MaxFetchBytes bounds what one revision downloads: the Git pack of
+	// one fetch, an OCI layer, a chart archive, the objects of a bucket
+	// prefix in all. It is enforced while the bytes arrive.
+	MaxFetchBytes int64
+	// MaxUnpackedBytes bounds the files of an archive (OCI artifact,
+	// chart) unpacked, and of a bucket prefix as listed.
+	MaxUnpackedBytes int64
+	// MaxFiles bounds the files of an archive or bucket prefix.
+	MaxFiles int
+}
+
+// DefaultFetchOptions are the options when nothing else is set.
+func DefaultFetchOptions() FetchOptions {
+	return FetchOptions{MaxFetchBytes: 256 << 20, MaxUnpackedBytes: 256 << 20, MaxFiles: 20_000}
+}
+
+// The flags of the fetch options, named in errors.
+const (
+	FlagAllowLocalSources  = "allow-local-sources"
+	FlagSourceMaxFetchSize = "source-max-fetch-size"
+	FlagSourceMaxUnpacked  = "source-max-unpacked-size"
+	FlagSourceMaxFiles     = "source-max-files"
+)
+
+// BindFlags registers a flag for every option, with o's values as
+// defaults (sizes are quantities: 256Mi, 1G).
+func (o *FetchOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.AllowLocal, FlagAllowLocalSources, o.AllowLocal, "let Git sources name the guard's own disk (file:// URLs and paths); off, they are refused: they read the guard's caches and files")
+	fs.Var((*byteSize)(&o.MaxFetchBytes), FlagSourceMaxFetchSize, "most bytes one revision of a source downloads: a Git pack, an OCI layer, a chart archive, a bucket prefix's objects in all")
+	fs.Var((*byteSize)(&o.MaxUnpackedBytes), FlagSourceMaxUnpacked, "most bytes the files of an OCI artifact or chart archive unpack to, or a bucket prefix lists")
+	fs.IntVar(&o.MaxFiles, FlagSourceMaxFiles, o.MaxFiles, "most files an OCI artifact, chart archive or bucket prefix holds")
+}
+
+// Validate checks that every limit is positive, naming the flag at fault.
+func (o FetchOptions) Validate() error {
+	for _, c := range []struct {
+		flag string
+		v    int64
+	}{{FlagSourceMaxFetchSize, o.MaxFetchBytes}, {FlagSourceMaxUnpacked, o.MaxUnpackedBytes}, {FlagSourceMaxFiles, int64(o.MaxFiles)}} {
+		if c.v <= 0 {
+			return fmt.Errorf("--%s: must be above 0", c.flag)
+		}
+	}
+	return nil
+}
+
+// over returns o with its zero limits taken from the defaults.
+func (o FetchOptions) withDefaults() FetchOptions {
+	d := DefaultFetchOptions()
+	if o.MaxFetchBytes <= 0 {
+		o.MaxFetchBytes = d.MaxFetchBytes
+	}
+	if o.MaxUnpackedBytes <= 0 {
+		o.MaxUnpackedBytes = d.MaxUnpackedBytes
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = d.MaxFiles
+	}
+	return o
+}
+
+// FetchSizeError is a download beyond --source-max-fetch-size; what says
+// what was downloaded ("the pack of commit 1a2b3c4").
+func FetchSizeError(what string, max int64) *LimitError {
+	return &LimitError{What: fmt.Sprintf("%s is larger than %s", what, sizeText(max)), Flag: FlagSourceMaxFetchSize, Value: sizeText(max)}
+}
+
+// UnpackedSizeError is an archive or bucket prefix beyond
+// --source-max-unpacked-size.
+func UnpackedSizeError(what string, max int64) *LimitError {
+	return &LimitError{What: fmt.Sprintf("%s holds more than %s unpacked", what, sizeText(max)), Flag: FlagSourceMaxUnpacked, Value: sizeText(max)}
+}
+
+// FilesError is an archive or bucket prefix beyond --source-max-files.
+func FilesError(what string, max int) *LimitError {
+	return &LimitError{What: fmt.Sprintf("%s holds more than %d files", what, max), Flag: FlagSourceMaxFiles, Value: strconv.Itoa(max)}
+}
+
+// ErrLocalSource is wrapped by the error of a source on the guard's own
+// disk while --allow-local-sources is off.
+var ErrLocalSource = errors.New("local sources are refused")
+
+// CheckLocal returns an error wrapping ErrLocalSource when rawURL, the
+// value of field (spec.url), names the guard's own disk: a file:// URL or
+// a path, which go-git reads as a local repository. A URL that does not
+// parse is left to the fetch, which reports it.
+func CheckLocal(rawURL, field string) error {
+	ep, err := transport.NewEndpoint(rawURL)
+	if err != nil || ep.Protocol != "file" {
+		return nil
+	}
+	if field == "" {
+		field = "the source URL"
+	}
+	return fmt.Errorf("%s %q is on the guard's own disk (a file:// URL or a path): %w, they would read the guard's caches and files; use an http(s):// or ssh:// URL, or start driftguard run with --%s",
+		field, redact.URL(rawURL), ErrLocalSource, FlagAllowLocalSources)
+}
