@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools test-tools generate verify test test-unit test-e2e bench bench-quick soak lint demo image clean
+.PHONY: all build tools test-tools generate verify test test-unit test-e2e fuzz fuzz-short bench bench-quick soak lint demo image clean
 
 all: build
 
@@ -27,14 +27,22 @@ generate: tools ## Regenerate deepcopy code and the CRD (config/crd, charts/drif
 verify: generate ## Fail when generated files are stale
 	git diff --exit-code -- api config charts/driftguard/crds
 
-test: test-tools ## Unit tests and the end-to-end suites on a real control plane
+test: test-tools ## Unit tests and the end-to-end suites on a real control plane, then every fuzz target briefly
 	CI=true $(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) fuzz-short
 
 test-unit: ## Unit tests only (no control plane)
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /devenv)
 
 test-e2e: test-tools ## End-to-end suites only
 	CI=true $(GO) test -count=1 -timeout 30m ./test/...
+
+fuzz-short: ## Every fuzz target for 2000 mutated inputs (part of make test; docs/security.md, Fuzzing)
+	GO=$(GO) FUZZTIME=2000x tools/fuzz.sh
+
+FUZZTIME ?= 90s
+fuzz: ## Every fuzz target for FUZZTIME (90s) on one worker each; figures per target (FUZZREPORT=file for a table)
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZPARALLEL=$(or $(FUZZPARALLEL),1) FUZZMINIMIZE=$(or $(FUZZMINIMIZE),10s) tools/fuzz.sh
 
 bench: test-tools ## Every benchmark against its target on a real API server and Git server (under 15 minutes): one `bench:` line per figure, bench/results.json (docs/performance.md)
 	$(GO) run ./test/bench/cmd/benchrun
