@@ -184,6 +184,8 @@ func decodeReview(w http.ResponseWriter, r *http.Request, log logr.Logger) (*adm
 }
 
 func writeReview(w http.ResponseWriter, resp *admissionv1.AdmissionResponse, log logr.Logger) {
+	// Every answer, validating or mutating, leaves without a secret value.
+	resp = withoutSecrets(resp)
 	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Response: resp}
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(&out); err != nil {
