@@ -205,9 +205,11 @@ func TestRendered(t *testing.T) {
 		want    []string
 	}{
 		{"default", []string{"--failure-policy=Ignore", "--webhook-timeout=3s", "--leader-elect=true", "--exclude-namespaces=kube-system,driftguard-system",
-			"--cert-secret=driftguard-webhook-tls", "--tls-min-version=1.3", "--self-protect=true", "--deployment-name=driftguard", "--policy-dir=/policy"}},
+			"--cert-secret=driftguard-webhook-tls", "--tls-min-version=1.3", "--self-protect=true", "--deployment-name=driftguard", "--policy-dir=/policy",
+			"--metrics-secure=true", "--webhook-max-request-bytes=7Mi", "--webhook-max-bytes-in-flight=32Mi"}},
 		{"strict", []string{"--failure-policy=Fail", "--webhook-timeout=5s", "--exclude-namespaces=kube-system,driftguard-system,monitoring",
-			"--break-glass-groups=sre,oncall", "--ignore-file=/config/ignore.yaml", "--receiver-addr=:9292"}},
+			"--break-glass-groups=sre,oncall", "--ignore-file=/config/ignore.yaml", "--receiver-addr=:9292",
+			"--webhook-client-ca-file=/webhook-client-ca/ca.crt", "--webhook-client-names=kube-apiserver-webhook-client"}},
 		{"admin", []string{"--leader-elect=false", "--self-protect=false", "--tls-min-version=1.2", "--zap-log-level=debug", "--audit-events=false", "--cert-lifetime=720h"}},
 	} {
 		a := args(tc.variant)
@@ -233,12 +235,12 @@ func TestRendered(t *testing.T) {
 		want          int
 	}{
 		{"default", "PodDisruptionBudget", 1}, {"admin", "PodDisruptionBudget", 0},
-		{"default", "NetworkPolicy", 0}, {"strict", "NetworkPolicy", 1},
+		{"default", "NetworkPolicy", 1}, {"strict", "NetworkPolicy", 1}, {"admin", "NetworkPolicy", 1},
 		{"default", "ServiceMonitor", 0}, {"admin", "ServiceMonitor", 1},
 		{"default", "Guard", 0}, {"strict", "Guard", 1},
 		{"default", "ConfigMap", 1}, {"strict", "ConfigMap", 1}, {"admin", "ConfigMap", 0},
-		{"default", "ClusterRole", 2}, {"admin", "ClusterRole", 1}, {"strict", "ClusterRole", 3},
-		{"default", "ClusterRoleBinding", 2}, {"strict", "ClusterRoleBinding", 2}, {"default", "RoleBinding", 1}, {"strict", "RoleBinding", 2}, {"default", "ServiceAccount", 1}, {"strict", "ServiceAccount", 2},
+		{"default", "ClusterRole", 4}, {"admin", "ClusterRole", 3}, {"strict", "ClusterRole", 5},
+		{"default", "ClusterRoleBinding", 3}, {"strict", "ClusterRoleBinding", 3}, {"default", "RoleBinding", 1}, {"strict", "RoleBinding", 2}, {"default", "ServiceAccount", 1}, {"strict", "ServiceAccount", 2},
 		{"default", "ValidatingWebhookConfiguration", 1}, {"default", "MutatingWebhookConfiguration", 1},
 	} {
 		if got := count(tc.variant, tc.kind); got != tc.want {
@@ -304,6 +306,42 @@ func TestRendered(t *testing.T) {
 	if len(ingress) != 3 || !strings.Contains(fmt.Sprint(ingress[0]), "port:webhook") || !strings.Contains(fmt.Sprint(ingress[0]), "10.0.0.0/24") {
 		t.Errorf("strict: NetworkPolicy ingress %v", ingress)
 	}
+	// By default: the webhook port from anywhere (the API server's source
+	// depends on the cluster), nothing else in; out, DNS and every address
+	// but link-local and the cloud metadata services.
+	for _, v := range []string{"default", "strict"} {
+		np := find(v, "NetworkPolicy", "")
+		ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+		egress, _, _ := unstructured.NestedSlice(np.Object, "spec", "egress")
+		types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes")
+		if len(types) != 2 || len(egress) != 2 || !strings.Contains(fmt.Sprint(egress[0]), "port:53") {
+			t.Errorf("%s: NetworkPolicy types %v egress %v", v, types, egress)
+		}
+		for _, blocked := range []string{"169.254.0.0/16", "fd00:ec2::254/128"} {
+			if !strings.Contains(fmt.Sprint(egress[1]), blocked) {
+				t.Errorf("%s: NetworkPolicy egress lets the guard reach %s: %v", v, blocked, egress[1])
+			}
+		}
+		if v == "default" && (len(ingress) != 1 || fmt.Sprint(ingress[0]) != "map[ports:[map[port:webhook protocol:TCP]]]") {
+			t.Errorf("default: NetworkPolicy ingress %v, want the webhook port only, from anywhere", ingress)
+		}
+	}
+	if egress, _, _ := unstructured.NestedSlice(np.Object, "spec", "egress"); !strings.Contains(fmt.Sprint(egress), "192.0.2.0/24") {
+		t.Errorf("strict: extraBlockedCIDRs not blocked: %v", egress)
+	}
+	// metrics.secure: the guard may review tokens; scrapers get /metrics.
+	auth := find("default", "ClusterRole", release+"-metrics-auth")
+	reader := find("default", "ClusterRole", release+"-metrics-reader")
+	if auth == nil || !strings.Contains(fmt.Sprint(auth.Object["rules"]), "tokenreviews") || !strings.Contains(fmt.Sprint(auth.Object["rules"]), "subjectaccessreviews") ||
+		reader == nil || fmt.Sprint(reader.Object["rules"]) != "[map[nonResourceURLs:[/metrics] verbs:[get]]]" {
+		t.Errorf("default: metrics ClusterRoles %v %v", auth, reader)
+	}
+	if b := find("admin", "ClusterRoleBinding", release+"-metrics-reader"); b == nil || !strings.Contains(fmt.Sprint(b.Object["subjects"]), "prometheus-k8s") {
+		t.Errorf("admin: metrics.readers not bound: %v", b)
+	}
+	if sm := find("admin", "ServiceMonitor", ""); !strings.Contains(fmt.Sprint(sm.Object["spec"]), "scheme:https") {
+		t.Errorf("admin: the ServiceMonitor does not scrape over HTTPS: %v", sm.Object["spec"])
+	}
 
 	// The webhook configurations are skeletons of what the guard registers:
 	// the same webhooks, Service, paths and required fields, nothing the
@@ -357,7 +395,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"webhook.timeoutSeconds=60", "/webhook/timeoutSeconds"},
 		{"rbac.managedResources[0].kinds[0]=Secret", "kinds"},
 		{"certificates.lifetime=soon", "/certificates/lifetime"},
-		{"networkPolicy.enabled=true", "networkPolicy.apiServerCIDRs"},
+		{"webhook.maxRequestBytes=7MB", "/webhook/maxRequestBytes"},
+		{"networkPolicy.egress.extraBlockedCIDRs[0]=metadata", "/networkPolicy/egress/extraBlockedCIDRs/0"},
 		{"guard.create=true", "guard.spec.url"},
 		{"rbac.clusterWide=false,rbac.clusterAdmin=true", "exclude each other"},
 		{"rbac.clusterWide=false,rbac.impersonation.enabled=false", "need rbac.impersonation.enabled"},
