@@ -228,12 +228,14 @@ type ForbiddenError struct {
 }
 
 func (e *ForbiddenError) Error() string {
-	where, grant := "cluster-wide", "a ClusterRole and ClusterRoleBinding"
-	if e.Namespace != "" {
-		where, grant = "in namespace "+e.Namespace, "a Role and RoleBinding in "+e.Namespace
+	where, fix := "cluster-wide", "grant it to that service account with a ClusterRole and ClusterRoleBinding, or leave the object out of Git"
+	switch {
+	case e.Namespace != "" && e.Namespace == e.Identity.Namespace:
+		where, fix = "in namespace "+e.Namespace, "that is the guard's own namespace, where no Guard's service account should write: leave the object out of Git"
+	case e.Namespace != "":
+		where, fix = "in namespace "+e.Namespace, "grant it to that service account with a Role and RoleBinding in "+e.Namespace+", or leave the object out of Git"
 	}
-	return fmt.Sprintf("%s may not %s %s %s: grant it to that service account with %s, or leave the object out of Git: %v",
-		e.Identity, e.Verb, e.Resource, where, grant, e.Err)
+	return fmt.Sprintf("%s may not %s %s %s: %s: %v", e.Identity, e.Verb, e.Resource, where, fix, e.Err)
 }
 
 func (e *ForbiddenError) Unwrap() error { return e.Err }

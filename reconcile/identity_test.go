@@ -58,27 +58,32 @@ func TestForbiddenNamesIdentity(t *testing.T) {
 	denied := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("RBAC: access denied"))
 	id := Identity{User: "system:serviceaccount:dg:team-a", Namespace: "dg", Name: "team-a", Field: FieldServiceAccountName}
 	for _, tc := range []struct {
-		name string
-		a    *Applier
-		err  error
-		want []string
+		name, ns  string
+		a         *Applier
+		err       error
+		forbidden bool // a ForbiddenError, reason Forbidden
+		want      []string
 	}{
-		{"guard's own", (&Applier{}).As(Identity{Client: nil}), denied, []string{"RBAC forbids the guard"}},
-		{"service account", &Applier{identity: id}, denied, []string{"service account dg/team-a", "spec.serviceAccountName", "system:serviceaccount:dg:team-a", "may not delete deployments.apps in namespace b"}},
-		{"not forbidden", &Applier{identity: id}, apierrors.NewNotFound(schema.GroupResource{Resource: "x"}, "y"), []string{`x "y" not found`}},
+		{"guard's own", "b", (&Applier{}).As(Identity{Client: nil}), denied, false, []string{"RBAC forbids the guard"}},
+		{"service account", "b", &Applier{identity: id}, denied, true, []string{"service account dg/team-a", "spec.serviceAccountName",
+			"system:serviceaccount:dg:team-a", "may not delete deployments.apps in namespace b", "Role and RoleBinding in b"}},
+		{"service account, guard's namespace", "dg", &Applier{identity: id}, denied, true, []string{"may not delete deployments.apps in namespace dg",
+			"the guard's own namespace, where no Guard's service account should write"}},
+		{"service account, cluster-scoped", "", &Applier{identity: id}, denied, true, []string{"cluster-wide", "ClusterRole and ClusterRoleBinding"}},
+		{"not forbidden", "b", &Applier{identity: id}, apierrors.NewNotFound(schema.GroupResource{Resource: "x"}, "y"), false, []string{`x "y" not found`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.a.forbidden(tc.err, "delete", gvk, "b")
+			got := tc.a.forbidden(tc.err, "delete", gvk, tc.ns)
 			for _, w := range tc.want {
 				if !strings.Contains(got.Error(), w) {
 					t.Errorf("%q does not say %q", got, w)
 				}
 			}
 			var fe *ForbiddenError
-			if isFE := errors.As(got, &fe); isFE != (tc.name == "service account") {
+			if isFE := errors.As(got, &fe); isFE != tc.forbidden {
 				t.Errorf("ForbiddenError: %v", isFE)
 			}
-			if forbiddenOr(got, "ApplyFailed") == ReasonForbidden != (tc.name == "service account") {
+			if (forbiddenOr(got, "ApplyFailed") == ReasonForbidden) != tc.forbidden {
 				t.Errorf("reason %s", forbiddenOr(got, "ApplyFailed"))
 			}
 		})

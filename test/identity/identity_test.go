@@ -279,12 +279,22 @@ spec:
 }
 
 // TestMissingServiceAccount: a Guard naming a service account that does not
-// exist applies nothing and says so; creating the account is the fix.
+// exist applies nothing and says so; creating the account is the fix. Its
+// health reads act as the account too: a health check of a Secret the
+// account may not read is Unknown, naming the account, where the guard
+// itself could read it.
 func TestMissingServiceAccount(t *testing.T) {
 	ns := "identity-missing"
 	namespace(t, ns)
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, StringData: map[string]string{"k": "v"}}
+	if err := h.Admin.Create(context.Background(), probe); err != nil {
+		t.Fatal(err)
+	}
 	repo := h.NewGuard(t, "identity-missing", false, map[string]string{"a.yaml": configMap(ns, "app", "1")},
-		func(s *v1alpha1.GuardSpec) { s.ServiceAccountName = "nobody" })
+		func(s *v1alpha1.GuardSpec) {
+			s.ServiceAccountName = "nobody"
+			s.HealthChecks = []v1alpha1.ObjectReference{{APIVersion: "v1", Kind: "Secret", Namespace: ns, Name: "probe"}}
+		})
 	waitReady(t, repo.Guard, metav1.ConditionFalse, "ServiceAccountNotFound",
 		"spec.serviceAccountName: service account driftguard-system/nobody does not exist")
 	if exists(t, &corev1.ConfigMap{}, ns, "app") {
@@ -295,6 +305,13 @@ func TestMissingServiceAccount(t *testing.T) {
 	if v := value(t, ns, "app"); v != "1" {
 		t.Fatalf("%s/app: %s", ns, v)
 	}
+	harness.Eventually(t, 30*time.Second, "the health check read as the account", func() error {
+		g := h.Guard(t, repo.Guard)
+		if g.Status.Health != "Unknown" || !strings.Contains(strings.Join(g.Status.Unhealthy, ";"), `User "system:serviceaccount:driftguard-system:nobody" cannot get resource "secrets"`) {
+			return fmt.Errorf("health %s: %v", g.Status.Health, g.Status.Unhealthy)
+		}
+		return nil
+	})
 }
 
 // TestDefaultServiceAccount: with --default-service-account, a Guard that
