@@ -43,22 +43,24 @@ func FuzzLoadPolicy(f *testing.F) {
 		Object:   map[string]any{"spec": map[string]any{"replicas": 5}},
 		Drift:    []Change{{Path: "/spec/replicas", Desired: 3, Live: 5}}}
 	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm"}}}
-	const timeout = 200 * time.Millisecond
+	const timeout = time.Second
 	ctx := context.Background()
 
 	f.Fuzz(func(t *testing.T, src string) {
 		e := NewEngine(Config{GuardUsers: []string{guardSA}, Timeout: timeout}, logr.Discard())
 		before := e.Revision()
-		want, err := e.Decide(ctx, in)
-		if err != nil {
-			t.Fatalf("default policy: %v", err)
+		want, wantErr := e.Decide(ctx, in)
+		if wantErr != nil && !errors.Is(wantErr, ErrTimeout) {
+			t.Fatalf("default policy: %v", wantErr)
 		}
 		modules := map[string]string{"policies/fuzz.rego": src}
 		if err := e.Load(modules); err != nil {
 			if e.Revision() != before {
 				t.Fatalf("a policy that did not load replaced %s by %s", before, e.Revision())
 			}
-			if got, err := e.Decide(ctx, in); err != nil || got != want {
+			// (A machine too busy to evaluate within the timeout is no
+			// finding.)
+			if got, err := e.Decide(ctx, in); (err != nil && !errors.Is(err, ErrTimeout)) || (err == nil && wantErr == nil && got != want) {
 				t.Fatalf("after a failed load the policy decides %+v (%v), before %+v", got, err, want)
 			}
 		} else {

@@ -50,7 +50,11 @@ for pkg in "${pkgs[@]}"; do
 	pkg=${pkg%/}
 	importpath=$($GO list "$pkg")
 	bin="$work/$(echo "$importpath" | tr / _).test"
-	$GO test -c -fuzz=. -o "$bin" "$pkg"
+	if ! $GO test -c -fuzz=. -o "$bin" "$pkg"; then
+		echo "fuzz FAIL $pkg: does not build" >&2
+		failed+=("$pkg (build)")
+		continue
+	fi
 	mapfile -t targets < <(cd "$pkg" && "$bin" -test.list '^Fuzz' | grep '^Fuzz' || true)
 	for target in "${targets[@]}"; do
 		n=$((n + 1))
