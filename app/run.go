@@ -219,8 +219,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		Workers: o.Workers, Stamps: stamps, Log: log.WithName("drift"),
 	}
 	applier.Live = watcher
+	// The default policy compiled into the API server (--admission-mode).
+	layer := newCompiledLayer(o, self, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetRESTMapper(), mgr.GetCache(), store, settings, log.WithName("compiled"))
+	if err := mgr.Add(layer); err != nil {
+		return err
+	}
 	// Custom health rules (data.driftguard.health) live in the policy files.
 	engine.OnLoad(func(modules map[string]string) {
+		layer.PolicyLoaded(modules)
 		he, err := policy.NewHealthEngine(modules, log.WithName("health"))
 		switch {
 		case errors.Is(err, policy.ErrNoHealthRule):

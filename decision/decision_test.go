@@ -285,3 +285,19 @@ func TestDecideInput(t *testing.T) {
 		t.Fatalf("no policy: %v", err)
 	}
 }
+
+func TestAtAdmission(t *testing.T) {
+	tests := []struct {
+		object, guard string
+		want          policy.Action
+	}{
+		{"", "", policy.Deny}, {"", "deny", policy.Deny}, {"", "warn", policy.Warn}, {"", "dryrun", policy.Revert},
+		{"off", "deny", policy.Allow}, {"revert", "deny", policy.Revert}, {"warn", "deny", policy.Warn},
+		{"deny", "dryrun", policy.Deny}, {"deny", "warn", policy.Deny},
+	}
+	for _, tt := range tests {
+		if got := (Enforcement{Object: tt.object, Guard: tt.guard}).AtAdmission(); got != tt.want {
+			t.Errorf("object %q guard %q: %s, want %s", tt.object, tt.guard, got, tt.want)
+		}
+	}
+}

@@ -68,3 +68,15 @@ func EnforcementOf(in policy.Input) Enforcement {
 	e.Guard, _ = in.GuardSpec["enforcement"].(string)
 	return e
 }
+
+// AtAdmission is what a deny of the default policy becomes at admission
+// under e: policy.Deny, policy.Warn, policy.Revert (admitted, put back
+// after) or policy.Allow (enforcement off). The compiled admission policies
+// (package compiled) are built from it, so they soften a deny exactly as
+// Decide does.
+func (e Enforcement) AtAdmission() policy.Action {
+	if e.off() {
+		return policy.Allow
+	}
+	return e.enforce(policy.Decision{Action: policy.Deny}, false).Action
+}

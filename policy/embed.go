@@ -3,7 +3,10 @@ package policy
 import (
 	"embed"
 	"io/fs"
+	"maps"
 	"path"
+	"path/filepath"
+	"strings"
 )
 
 //go:embed default/*.rego
@@ -25,4 +28,20 @@ func DefaultModules() map[string]string {
 		modules[ent.Name()] = string(src)
 	}
 	return modules
+}
+
+// IsDefault reports whether modules are the default policy: the same Rego
+// files, tests aside, by name and content (wherever they were read from).
+func IsDefault(modules map[string]string) bool {
+	strip := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for name, src := range m {
+			base := path.Base(filepath.ToSlash(name))
+			if !strings.HasSuffix(base, "_test.rego") {
+				out[base] = strings.TrimSpace(src)
+			}
+		}
+		return out
+	}
+	return maps.Equal(strip(modules), strip(DefaultModules()))
 }

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/compiled"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/policy"
+)
+
+// Admission modes (--admission-mode).
+const (
+	// ModeWebhook decides every change in the guard's webhooks.
+	ModeWebhook = "webhook"
+	// ModeBoth adds the compiled admission policies: the webhooks decide
+	// and record while the guard is up; the API server denies by itself
+	// what the default policy denies while it is not.
+	ModeBoth = "both"
+)
+
+// compiledLayer keeps the compiled admission policies in force (mode both,
+// with the default policy) or removed (mode webhook, or a custom policy,
+// which is not compiled: the webhook alone decides by it).
+type compiledLayer struct {
+	keeper *compiled.Keeper
+	cache  cache.Cache
+	mode   string
+	custom atomic.Bool
+	log    logr.Logger
+}
+
+func newCompiledLayer(o Options, self string, c client.Client, reader client.Reader, mapper meta.RESTMapper, ch cache.Cache, store *gitstore.Store, settings *guardSettings, log logr.Logger) *compiledLayer {
+	excluded := o.ExcludeNamespaces
+	if !slices.Contains(excluded, o.Namespace) {
+		excluded = append(slices.Clone(excluded), o.Namespace)
+	}
+	l := &compiledLayer{cache: ch, mode: o.AdmissionMode, log: log}
+	opts := compiled.KeeperOptions{
+		Client: c, Reader: reader, Mapper: mapper, Log: log,
+		Config: compiled.Config{
+			Name: o.WebhookConfigName, Namespace: o.Namespace,
+			GuardUsers:        append([]string{self}, o.GuardUsers...),
+			BreakGlassGroups:  o.BreakGlassGroups,
+			ExcludeNamespaces: excluded,
+		},
+		Guards: func() ([]compiled.Guard, error) { return compiledGuards(c, store, settings) },
+	}
+	if o.WebhookRegister {
+		// The generated objects belong to the webhook configuration the
+		// chart installs (or the guard registers): helm uninstall deletes
+		// it, and the garbage collector what it owns.
+		opts.Owner = func(ctx context.Context) (*metav1.OwnerReference, error) {
+			var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+			if err := reader.Get(ctx, client.ObjectKey{Name: o.WebhookConfigName}, &vwc); err != nil {
+				return nil, fmt.Errorf("owner of the compiled policies: %w", err)
+			}
+			return &metav1.OwnerReference{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration",
+				Name: vwc.Name, UID: vwc.UID, BlockOwnerDeletion: ptr.To(false)}, nil
+		}
+	}
+	l.keeper = compiled.NewKeeper(opts)
+	store.Subscribe(l.keeper.Changed)
+	return l
+}
+
+// PolicyLoaded is told the modules of every policy that loads: a custom
+// policy switches the compiled layer off (its rules are not compiled).
+func (l *compiledLayer) PolicyLoaded(modules map[string]string) {
+	custom := !policy.IsDefault(modules)
+	if l.custom.Swap(custom) != custom {
+		if custom && l.mode == ModeBoth {
+			l.log.Info("a custom policy is in force: the compiled admission policies are removed, the webhook alone decides")
+		}
+		l.keeper.Changed()
+	}
+}
+
+// NeedLeaderElection: one writer.
+func (l *compiledLayer) NeedLeaderElection() bool { return true }
+
+// Start keeps the compiled objects in force, or removes them, until ctx ends.
+func (l *compiledLayer) Start(ctx context.Context) error {
+	inf, err := l.cache.GetInformer(ctx, &v1alpha1.Guard{})
+	if err != nil {
+		return fmt.Errorf("compiled admission policies: watch Guards: %w", err)
+	}
+	poke := func(any) { l.keeper.Changed() }
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	return l.keeper.Run(ctx, func() bool { return l.mode == ModeBoth && !l.custom.Load() })
+}
+
+// compiledGuards lists this process's Guards. One without a snapshot in
+// the store yet (the process just started) is pending: what the index
+// holds for it stays until it has one.
+func compiledGuards(c client.Client, store *gitstore.Store, settings *guardSettings) ([]compiled.Guard, error) {
+	var list v1alpha1.GuardList
+	if err := c.List(context.Background(), &list); err != nil {
+		return nil, fmt.Errorf("list Guards: %w", err)
+	}
+	out := make([]compiled.Guard, 0, len(list.Items))
+	for _, g := range list.Items {
+		name := g.Name
+		snap, ok := store.Snapshot(name)
+		out = append(out, compiled.Guard{
+			Name: name, Snapshot: snap, Pending: !ok, Enforcement: string(g.Spec.Enforcement), Rules: settings.IgnoreRules(name),
+			Owns: func(k gitstore.ObjectKey) bool { owner, _, ok := store.Lookup(k); return ok && owner == name },
+		})
+	}
+	return out, nil
+}

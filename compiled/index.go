@@ -1,0 +1,156 @@
+package compiled
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/decision"
+	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/redact"
+)
+
+// Guard is what the index needs of one Guard.
+type Guard struct {
+	Name     string
+	Snapshot *gitstore.Snapshot
+	// Pending: the Guard's snapshot is not known yet (the process just
+	// started); the index keeps what it holds for the Guard.
+	Pending bool
+	// Enforcement is the Guard's spec.enforcement ("" is deny).
+	Enforcement string
+	// Rules are its ignore rules, the process's included.
+	Rules []*drift.Rule
+	// Owns reports whether the Guard owns the object of key (of two Guards
+	// that claim one object only the first applies it); nil: all.
+	Owns func(gitstore.ObjectKey) bool
+}
+
+// Index is the compiled form of the desired state: per namespace ("" for
+// cluster-scoped objects) the entries of its index ConfigMap.
+type Index struct {
+	Namespaces map[string]map[string]string
+	// Shapes the entries use, sorted by ID.
+	Shapes []Shape
+	// Fallbacks are the objects left to the webhook, and why.
+	Fallbacks []Fallback
+	// Resources the entries are of.
+	Resources []Resource
+}
+
+// Fallback is an object the compiled layer does not decide.
+type Fallback struct {
+	Guard  string
+	Object gitstore.ObjectKey
+	Reason string
+}
+
+// Key is an object's key in an index ConfigMap: resource.group_name (a
+// ConfigMap key allows letters, digits, "-", "." and "_"; no resource,
+// group or name has a "_", so the key is unambiguous).
+func Key(group, resource, name string) string { return resource + "." + group + "_" + name }
+
+// guardKey holds a Guard's revision and repository in every namespace it has
+// objects in.
+func guardKey(guard string) string { return "guard." + guard }
+
+// BuildIndex compiles the Guards' snapshots. Kinds the mapper does not know
+// (a CRD not established yet) are left out until a later build.
+func BuildIndex(guards []Guard, mapper meta.RESTMapper) Index {
+	ix := Index{Namespaces: map[string]map[string]string{}}
+	shapes := map[string]Shape{}
+	resources := map[Resource]bool{}
+	for _, g := range guards {
+		if g.Snapshot == nil {
+			continue
+		}
+		git := g.Snapshot.Revision + "|" + escape(redact.URL(g.Snapshot.URL))
+		for _, o := range g.Snapshot.Objects {
+			if g.Owns != nil && !g.Owns(o.Key) {
+				continue
+			}
+			gvk := o.GVK()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				continue
+			}
+			u := o.Obj()
+			mode := decision.Enforcement{Object: u.GetAnnotations()[v1alpha1.EnforcementAnnotation], Guard: g.Enforcement}.AtAdmission()
+			if mode != policy.Deny && mode != policy.Warn {
+				continue // admitted at admission: nothing to compile
+			}
+			var s Shape
+			if len(g.Rules) > 0 {
+				s.Paths, s.Defer = drift.AdmissionIgnores(g.Rules, gvk.Group, gvk.Kind, o.Key.Namespace, o.Key.Name, u.Object)
+			}
+			if !s.compilable() {
+				ix.Fallbacks = append(ix.Fallbacks, Fallback{Guard: g.Name, Object: o.Key, Reason: "an ignore rule hides a field inside a list element, which CEL cannot compare"})
+				continue
+			}
+			if id := s.ID(); id != "" {
+				shapes[id] = s
+			}
+			namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+			ns := ""
+			if namespaced {
+				ns = o.Key.Namespace
+			}
+			resources[Resource{Group: m.Resource.Group, Resource: m.Resource.Resource, Namespaced: namespaced}] = true
+			entries := ix.Namespaces[ns]
+			if entries == nil {
+				entries = map[string]string{}
+				ix.Namespaces[ns] = entries
+			}
+			entries[Key(m.Resource.Group, m.Resource.Resource, o.Key.Name)] = fmt.Sprintf("%s|%s|%s|%s:%d", mode, s.ID(), g.Name, escape(o.Source.Path), o.Source.Line)
+			entries[guardKey(g.Name)] = git
+		}
+	}
+	for _, s := range shapes {
+		ix.Shapes = append(ix.Shapes, s)
+	}
+	slices.SortFunc(ix.Shapes, func(a, b Shape) int { return cmp.Compare(a.ID(), b.ID()) })
+	for r := range resources {
+		ix.Resources = append(ix.Resources, r)
+	}
+	sortResources(ix.Resources)
+	return ix
+}
+
+// escape keeps "|" (the entry's separator) out of a path or URL.
+func escape(s string) string {
+	return strings.NewReplacer("%", "%25", "|", "%7C").Replace(s)
+}
+
+// entryGuard names the Guard an index entry belongs to.
+func entryGuard(key, value string) (string, bool) {
+	if g, ok := strings.CutPrefix(key, "guard."); ok && !strings.Contains(key, "_") {
+		return g, true
+	}
+	f := strings.Split(value, "|")
+	if len(f) != 4 {
+		return "", false
+	}
+	return f[2], true
+}
+
+func sortResources(rs []Resource) {
+	slices.SortFunc(rs, func(a, b Resource) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource))
+	})
+}
+
+// resourceOf reads the resource of an object's key (Key).
+func resourceOf(key string) (Resource, bool) {
+	head, _, ok := strings.Cut(key, "_")
+	if !ok {
+		return Resource{}, false
+	}
+	res, group, ok := strings.Cut(head, ".")
+	return Resource{Group: group, Resource: res}, ok
+}

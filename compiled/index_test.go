@@ -1,0 +1,90 @@
+package compiled
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/gitstore"
+)
+
+func obj(apiVersion, kind, ns, name, enforcement, path string, line int) *gitstore.Object {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": name}, "spec": map[string]any{"replicas": int64(1)}}}
+	if ns != "" {
+		u.SetNamespace(ns)
+	}
+	if enforcement != "" {
+		u.SetAnnotations(map[string]string{"driftguard.io/enforcement": enforcement})
+	}
+	return gitstore.NewObject(u, gitstore.Source{Path: path, Line: line})
+}
+
+func mapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot)
+	return m
+}
+
+func TestBuildIndex(t *testing.T) {
+	rules, err := drift.CompileRules([]drift.RuleSpec{
+		{Kind: "Deployment", Name: "scaled", JSONPointers: []string{"/spec/replicas"}},
+		{Kind: "Deployment", Name: "listed", JSONPointers: []string{"/spec/template/spec/containers/0/image"}},
+		{Kind: "ConfigMap", ManagedFieldsManagers: []string{"injector"}, Users: []string{"system:serviceaccount:x:injector"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := gitstore.NewSnapshot("https://user:token@git.example/infra.git", "9f2c1e0aa", []*gitstore.Object{
+		obj("v1", "ConfigMap", "shop", "settings", "", "config/a|b.yaml", 3),
+		obj("v1", "ConfigMap", "shop", "loose", "off", "config/loose.yaml", 1),
+		obj("v1", "ConfigMap", "shop", "watched", "warn", "config/watched.yaml", 1),
+		obj("apps/v1", "Deployment", "shop", "scaled", "", "apps/scaled.yaml", 1),
+		obj("apps/v1", "Deployment", "shop", "listed", "", "apps/listed.yaml", 1),
+		obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader", "", "rbac.yaml", 1),
+		obj("example.com/v1", "Widget", "shop", "unknown-kind", "", "w.yaml", 1),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := BuildIndex([]Guard{{Name: "shop", Snapshot: snap, Rules: rules}}, mapper())
+	shop := ix.Namespaces["shop"]
+	scaledShape := Shape{Paths: [][]string{{"spec", "replicas"}}}
+	cmShape := Shape{Defer: []string{"system:serviceaccount:x:injector"}}
+	for key, want := range map[string]string{
+		Key("", "configmaps", "settings"):    "deny|" + cmShape.ID() + "|shop|config/a%7Cb.yaml:3",
+		Key("", "configmaps", "watched"):     "warn|" + cmShape.ID() + "|shop|config/watched.yaml:1",
+		Key("apps", "deployments", "scaled"): "deny|" + scaledShape.ID() + "|shop|apps/scaled.yaml:1",
+		"guard.shop":                         "9f2c1e0aa|https://user:xxxxx@git.example/infra.git",
+	} {
+		if got := shop[key]; got != want && !(key == "guard.shop" && strings.HasPrefix(got, "9f2c1e0aa|") && !strings.Contains(got, "token")) {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
+	}
+	for _, key := range []string{Key("", "configmaps", "loose"), Key("apps", "deployments", "listed")} {
+		if v, ok := shop[key]; ok {
+			t.Errorf("%s is indexed (%q): enforcement off and a list path are the webhook's", key, v)
+		}
+	}
+	if len(ix.Fallbacks) != 1 || ix.Fallbacks[0].Object.Name != "listed" {
+		t.Errorf("fallbacks %+v", ix.Fallbacks)
+	}
+	if got := ix.Namespaces[""][Key("rbac.authorization.k8s.io", "clusterroles", "reader")]; !strings.HasPrefix(got, "deny||shop|") {
+		t.Errorf("cluster-scoped entry %q", got)
+	}
+	if len(ix.Shapes) != 2 {
+		t.Errorf("shapes %+v", ix.Shapes)
+	}
+	if g, ok := entryGuard(Key("", "configmaps", "settings"), shop[Key("", "configmaps", "settings")]); !ok || g != "shop" {
+		t.Errorf("entryGuard: %q %v", g, ok)
+	}
+	if r, ok := resourceOf(Key("rbac.authorization.k8s.io", "clusterroles", "reader")); !ok || r.Group != "rbac.authorization.k8s.io" || r.Resource != "clusterroles" {
+		t.Errorf("resourceOf: %+v", r)
+	}
+}

@@ -1,0 +1,389 @@
+package compiled
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldManager writes the generated objects.
+const FieldManager = "driftguard-compiled"
+
+// hashAnnotation holds the digest of what the guard last wrote.
+const hashAnnotation = "driftguard.io/compiled-digest"
+
+// Keeper keeps the compiled policies, their bindings and the index equal to
+// what the Guards' snapshots and settings want: at start, when Changed is
+// called (a new snapshot, a Guard changed or deleted), and every Resync,
+// when it also restores what someone else changed or deleted. Run it on the
+// leader only: one writer.
+type Keeper struct {
+	KeeperOptions
+
+	kick    chan struct{}
+	mu      sync.Mutex
+	written map[string]writtenObject // by kind/namespace/name
+}
+
+// KeeperOptions are what a Keeper works with.
+type KeeperOptions struct {
+	// Client writes; Reader lists straight from the API server.
+	Client client.Client
+	Reader client.Reader
+	Mapper meta.RESTMapper
+	// Config is the fixed part of the policies (Resources and Shapes come
+	// from the index).
+	Config Config
+	// Guards lists what the index is built from.
+	Guards func() ([]Guard, error)
+	// Owner, when set, names the cluster-scoped object every generated
+	// object is owned by (the guard's webhook configuration, which helm
+	// uninstall deletes), so that the garbage collector removes them.
+	Owner func(ctx context.Context) (*metav1.OwnerReference, error)
+	// Resync is the period of a full check (default 10s).
+	Resync time.Duration
+	// Synced, when set, is called after each successful sync.
+	Synced func(Index)
+	Log    logr.Logger
+}
+
+type writtenObject struct {
+	digest     string
+	generation int64
+}
+
+// NewKeeper returns a Keeper ready to Run.
+func NewKeeper(o KeeperOptions) *Keeper {
+	if o.Resync <= 0 {
+		o.Resync = 10 * time.Second
+	}
+	return &Keeper{KeeperOptions: o, kick: make(chan struct{}, 1), written: map[string]writtenObject{}}
+}
+
+// Changed asks for a sync; it never blocks.
+func (k *Keeper) Changed() {
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run keeps the objects in force while enabled says so, and removed while
+// it does not, until ctx ends.
+func (k *Keeper) Run(ctx context.Context, enabled func() bool) error {
+	tick := time.NewTicker(k.Resync)
+	defer tick.Stop()
+	full := true
+	for {
+		sync := k.Sync
+		if !enabled() {
+			sync = func(ctx context.Context, _ bool) error { return k.Remove(ctx) }
+		}
+		if err := sync(ctx, full); err != nil && ctx.Err() == nil {
+			k.Log.Error(err, "compiled admission policies not in force; retrying")
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+			full = true
+			continue
+		}
+		full = false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-k.kick:
+		case <-tick.C:
+			full = true
+		}
+	}
+}
+
+// Sync writes what differs from the last write. full also reads the live
+// objects, to restore and remove what someone else changed or left.
+func (k *Keeper) Sync(ctx context.Context, full bool) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	guards, err := k.Guards()
+	if err != nil {
+		return err
+	}
+	ix := BuildIndex(guards, k.Mapper)
+	if err := k.keepPending(ctx, guards, &ix); err != nil {
+		return err
+	}
+	cfg := k.Config
+	cfg.Resources, cfg.Shapes = ix.Resources, ix.Shapes
+	var owner *metav1.OwnerReference
+	if k.Owner != nil {
+		if owner, err = k.Owner(ctx); err != nil {
+			return err
+		}
+	}
+	policies, bindings := cfg.Policies()
+	want := map[string]client.Object{}
+	var order []client.Object // policies before bindings before the index
+	for _, p := range policies {
+		order = append(order, p)
+	}
+	for _, b := range bindings {
+		order = append(order, b)
+	}
+	for _, ns := range slices.Sorted(maps.Keys(ix.Namespaces)) {
+		if ns != "" && slices.Contains(cfg.ExcludeNamespaces, ns) {
+			continue
+		}
+		order = append(order, cfg.indexConfigMap(ns, ix.Namespaces[ns]))
+	}
+	if _, ok := ix.Namespaces[""]; !ok {
+		order = append(order, cfg.indexConfigMap("", nil)) // the cluster binding's parameter always exists
+	}
+	for _, o := range order {
+		if owner != nil {
+			o.SetOwnerReferences([]metav1.OwnerReference{*owner})
+		}
+		want[objectID(o)] = o
+	}
+	var live map[string]*metav1.PartialObjectMetadata
+	if full {
+		var err error
+		if live, err = k.live(ctx); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, o := range order {
+		id := objectID(o)
+		digest, err := digestOf(o)
+		if err != nil {
+			return err
+		}
+		last, seen := k.written[id]
+		if seen && last.digest == digest {
+			if live == nil {
+				continue
+			}
+			if l, ok := live[id]; ok && l.Generation == last.generation && l.Annotations[hashAnnotation] == digest {
+				continue
+			}
+		}
+		setAnnotation(o, hashAnnotation, digest)
+		gen, err := k.apply(ctx, o)
+		if err != nil {
+			errs = append(errs, err)
+			delete(k.written, id)
+			continue
+		}
+		if seen && last.digest == digest {
+			k.Log.Info("restored a compiled admission object someone changed or deleted", "object", id)
+		}
+		k.written[id] = writtenObject{digest: digest, generation: gen}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// Remove what is no longer wanted: bindings before policies, so that
+	// nothing is bound to a missing policy, and the index last.
+	if live == nil {
+		var err error
+		if live, err = k.live(ctx); err != nil {
+			return err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(live)) {
+		if _, ok := want[id]; ok {
+			continue
+		}
+		if err := client.IgnoreNotFound(k.Client.Delete(ctx, partialObject(live[id]))); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", id, err))
+			continue
+		}
+		delete(k.written, id)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if k.Synced != nil {
+		k.Synced(ix)
+	}
+	return nil
+}
+
+// Remove deletes every generated object (mode webhook).
+func (k *Keeper) Remove(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	live, err := k.live(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(live)) {
+		if err := client.IgnoreNotFound(k.Client.Delete(ctx, partialObject(live[id]))); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", id, err))
+		}
+	}
+	k.written = map[string]writtenObject{}
+	return errors.Join(errs...)
+}
+
+var (
+	policyGVK  = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")
+	bindingGVK = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
+	cmGVK      = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+)
+
+// live lists the generated objects by their labels.
+func (k *Keeper) live(ctx context.Context) (map[string]*metav1.PartialObjectMetadata, error) {
+	out := map[string]*metav1.PartialObjectMetadata{}
+	for _, l := range []struct {
+		gvk schema.GroupVersionKind
+		sel client.MatchingLabels
+	}{
+		{policyGVK, client.MatchingLabels{CompiledLabel: k.Config.Name}},
+		{bindingGVK, client.MatchingLabels{CompiledLabel: k.Config.Name}},
+		{cmGVK, client.MatchingLabels{IndexLabel: k.Config.Name}},
+	} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(l.gvk.GroupVersion().WithKind(l.gvk.Kind + "List"))
+		if err := k.Reader.List(ctx, list, l.sel); err != nil {
+			return nil, fmt.Errorf("list %s: %w", l.gvk.Kind, err)
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			o.SetGroupVersionKind(l.gvk)
+			out[objectID(o)] = o
+		}
+	}
+	return out, nil
+}
+
+// apply writes o with server-side apply and returns its generation.
+func (k *Keeper) apply(ctx context.Context, o client.Object) (int64, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return 0, fmt.Errorf("convert %s: %w", objectID(o), err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	u.SetGroupVersionKind(gvkOf(o))
+	if err := k.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) && o.GetNamespace() != "" {
+			return 0, nil // the namespace went away: nothing left to protect there
+		}
+		return 0, fmt.Errorf("apply %s: %w", objectID(o), err)
+	}
+	return u.GetGeneration(), nil
+}
+
+func (c Config) indexConfigMap(ns string, entries map[string]string) *corev1.ConfigMap {
+	name := c.IndexName()
+	if ns == "" {
+		ns, name = c.Namespace, c.ClusterIndexName()
+	}
+	l := c.labels()
+	l[IndexLabel] = c.Name
+	if entries == nil {
+		entries = map[string]string{}
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}, Data: entries}
+}
+
+func gvkOf(o client.Object) schema.GroupVersionKind {
+	switch o.(type) {
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		return policyGVK
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		return bindingGVK
+	case *corev1.ConfigMap:
+		return cmGVK
+	}
+	return o.GetObjectKind().GroupVersionKind()
+}
+
+func objectID(o client.Object) string {
+	return gvkOf(o).Kind + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+func partialObject(m *metav1.PartialObjectMetadata) client.Object { return m }
+
+func setAnnotation(o client.Object, k, v string) {
+	a := o.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[k] = v
+	o.SetAnnotations(a)
+}
+
+func digestOf(o client.Object) (string, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return "", fmt.Errorf("encode %s: %w", objectID(o), err)
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12]), nil
+}
+
+// keepPending copies into ix what the live index holds for pending Guards,
+// so that a process that starts does not open what its last one protected
+// while it reads Git again.
+func (k *Keeper) keepPending(ctx context.Context, guards []Guard, ix *Index) error {
+	pending := map[string]bool{}
+	for _, g := range guards {
+		if g.Pending {
+			pending[g.Name] = true
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	var list corev1.ConfigMapList
+	if err := k.Reader.List(ctx, &list, client.MatchingLabels{IndexLabel: k.Config.Name}); err != nil {
+		return fmt.Errorf("list the index: %w", err)
+	}
+	for _, cm := range list.Items {
+		ns := cm.Namespace
+		if cm.Name == k.Config.ClusterIndexName() && cm.Namespace == k.Config.Namespace {
+			ns = ""
+		}
+		for key, v := range cm.Data {
+			guard, ok := entryGuard(key, v)
+			if !ok || !pending[guard] {
+				continue
+			}
+			if ix.Namespaces[ns] == nil {
+				ix.Namespaces[ns] = map[string]string{}
+			}
+			ix.Namespaces[ns][key] = v
+			if r, ok := resourceOf(key); ok {
+				r.Namespaced = ns != ""
+				if !slices.Contains(ix.Resources, r) {
+					ix.Resources = append(ix.Resources, r)
+				}
+			}
+		}
+	}
+	sortResources(ix.Resources)
+	return nil
+}

@@ -1,0 +1,276 @@
+package compiled
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/driftguard/driftguard/reconcile"
+)
+
+// Resource is a resource the snapshots hold objects of.
+type Resource struct {
+	Group, Resource string
+	Namespaced      bool
+}
+
+// Config is what the compiled policies are made of besides the index.
+type Config struct {
+	// Name prefixes every generated object (the webhook configuration's
+	// name, unique per installation and shard).
+	Name string
+	// Namespace is the guard's own; the index of cluster-scoped objects
+	// lives there.
+	Namespace string
+	// GuardUsers are the guard's identities (the default policy's
+	// guard-identity rule).
+	GuardUsers []string
+	// BreakGlassGroups may change a managed object with a reason in the
+	// driftguard.io/break-glass annotation.
+	BreakGlassGroups []string
+	// ExcludeNamespaces are never matched (as for the webhooks).
+	ExcludeNamespaces []string
+	Resources         []Resource
+	// Shapes are the shapes the index uses.
+	Shapes []Shape
+}
+
+// The default policy's system identities (policy/default/decision.rego):
+// control-plane components may update and scale, and of them only the
+// namespace controller (or the controller manager, where controllers share
+// its identity) deletes.
+var (
+	systemUsers       = []string{"system:kube-controller-manager", "system:kube-scheduler", "system:apiserver"}
+	systemPrefixes    = []string{"system:serviceaccount:kube-system:", "system:node:"}
+	deleteControllers = []string{"system:serviceaccount:kube-system:namespace-controller", "system:kube-controller-manager"}
+)
+
+// Labels on every generated object.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	CompiledLabel  = "driftguard.io/compiled"
+	// IndexLabel marks the index ConfigMaps (value: Config.Name).
+	IndexLabel = "driftguard.io/compiled-index"
+)
+
+func (c Config) labels() map[string]string {
+	return map[string]string{ManagedByLabel: "driftguard", CompiledLabel: c.Name}
+}
+
+// IndexName is the index ConfigMap of namespaced objects, one per namespace.
+func (c Config) IndexName() string { return c.Name + "-index" }
+
+// ClusterIndexName is the index of cluster-scoped objects, in Namespace.
+func (c Config) ClusterIndexName() string { return c.Name + "-index-cluster" }
+
+// policyKind is one of the generated policies: which writes it matches and
+// what it does with those it refuses.
+type policyKind struct {
+	suffix  string
+	mode    string // the index mode it enforces
+	action  admissionregistrationv1.ValidationAction
+	cluster bool // cluster-scoped resources (index in Namespace)
+	scale   bool // the scale subresource
+}
+
+var kinds = []policyKind{
+	{suffix: "deny", mode: "deny", action: admissionregistrationv1.Deny},
+	{suffix: "deny-cluster", mode: "deny", action: admissionregistrationv1.Deny, cluster: true},
+	{suffix: "deny-scale", mode: "deny", action: admissionregistrationv1.Deny, scale: true},
+	{suffix: "warn", mode: "warn", action: admissionregistrationv1.Warn},
+	{suffix: "warn-cluster", mode: "warn", action: admissionregistrationv1.Warn, cluster: true},
+	{suffix: "warn-scale", mode: "warn", action: admissionregistrationv1.Warn, scale: true},
+}
+
+// Policies returns the policies and bindings for c, in a stable order.
+func (c Config) Policies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	var ps []*admissionregistrationv1.ValidatingAdmissionPolicy
+	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, k := range kinds {
+		rules := c.rules(k)
+		if len(rules) == 0 {
+			continue
+		}
+		p, b := c.policy(k, rules)
+		ps, bs = append(ps, p), append(bs, b)
+	}
+	p, b := c.indexPolicy()
+	return append(ps, p), append(bs, b)
+}
+
+func (c Config) rules(k policyKind) []admissionregistrationv1.NamedRuleWithOperations {
+	byGroup := map[string][]string{}
+	for _, r := range c.Resources {
+		if r.Namespaced == k.cluster || (k.scale && !r.Namespaced) {
+			continue
+		}
+		res := r.Resource
+		if k.scale {
+			res += "/scale"
+		}
+		byGroup[r.Group] = append(byGroup[r.Group], res)
+	}
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete}
+	if k.scale {
+		ops = ops[:1]
+	}
+	var out []admissionregistrationv1.NamedRuleWithOperations
+	for _, g := range groups {
+		res := byGroup[g]
+		slices.Sort(res)
+		out = append(out, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: ops,
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{g}, APIVersions: []string{"*"}, Resources: res},
+		}})
+	}
+	return out
+}
+
+func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWithOperations) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	name := c.Name + "-" + k.suffix
+	match := &admissionregistrationv1.MatchResources{ResourceRules: rules, MatchPolicy: ptr.To(admissionregistrationv1.Equivalent)}
+	if !k.scale {
+		// A Scale has no labels: the index alone says what is managed.
+		match.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: reconcile.GuardLabel, Operator: metav1.LabelSelectorOpExists}}}
+	}
+	unchangedExpr := byShape(c.Shapes, unchanged)
+	if k.scale {
+		unchangedExpr = byShape(c.Shapes, scaleUnchanged)
+	}
+	vars := []admissionregistrationv1.Variable{
+		{Name: "key", Expression: `request.resource.resource + "." + request.resource.group + "_" + request.name`},
+		{Name: "entry", Expression: `params.?data.orValue({})[?variables.key].orValue("")`},
+		{Name: "fields", Expression: `variables.entry.split("|")`},
+		{Name: "mode", Expression: `size(variables.fields) == 4 ? variables.fields[0] : ""`},
+		{Name: "shape", Expression: `variables.fields[1]`},
+		{Name: "guard", Expression: `variables.fields[2]`},
+		{Name: "source", Expression: `variables.fields[3]`},
+		{Name: "git", Expression: `params.?data.orValue({})[?("guard." + variables.guard)].orValue("|").split("|")`},
+		{Name: "deferred", Expression: byShape(c.Shapes, deferred)},
+	}
+	allowed := `variables.mode != "` + k.mode + `" || variables.deferred || request.operation == "UPDATE" && variables.unchanged`
+	changed := `""`
+	if k.scale {
+		vars = append(vars, admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr})
+		changed = `" (scale " + string(oldObject.?spec.?replicas.orValue(0)) + " to " + string(object.?spec.?replicas.orValue(0)) + ")"`
+	} else {
+		vars = append(vars,
+			admissionregistrationv1.Variable{Name: "newLabels", Expression: `object.metadata.?labels.orValue({})`},
+			admissionregistrationv1.Variable{Name: "oldLabels", Expression: `oldObject.metadata.?labels.orValue({})`},
+			admissionregistrationv1.Variable{Name: "newAnnotations", Expression: `object.metadata.?annotations.orValue({})`},
+			admissionregistrationv1.Variable{Name: "oldAnnotations", Expression: `oldObject.metadata.?annotations.orValue({})`},
+			admissionregistrationv1.Variable{Name: "breakGlass", Expression: fmt.Sprintf(
+				`request.operation == "UPDATE" && request.userInfo.?groups.orValue([]).exists(g, g in %s) && variables.newAnnotations[?%s].orValue("").trim() != ""`,
+				list(c.BreakGlassGroups), lit(breakGlass))},
+			admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr},
+		)
+		allowed = `variables.mode != "` + k.mode + `" || variables.deferred || variables.breakGlass || request.operation == "UPDATE" && variables.unchanged`
+		changed = fmt.Sprintf(`(request.operation == "DELETE" ? " (delete)" : " (changed: " + (object.filter(k, !(k in %[1]s) && (!(k in oldObject) || object[k] != oldObject[k])) + oldObject.filter(k, !(k in %[1]s) && !(k in object)) + (variables.newLabels != variables.oldLabels ? ["metadata.labels"] : []) + (variables.newAnnotations != variables.oldAnnotations ? ["metadata.annotations"] : []) + (object.metadata.?ownerReferences.orValue([]) != oldObject.metadata.?ownerReferences.orValue([]) ? ["metadata.ownerReferences"] : []) + (object.metadata.?finalizers.orValue([]) != oldObject.metadata.?finalizers.orValue([]) ? ["metadata.finalizers"] : [])).join(", ") + ")")`, list(topLevel))
+	}
+	verb := "are not allowed"
+	if k.mode == "warn" {
+		verb = "are reverted by the guard"
+	}
+	message := fmt.Sprintf(`"changes to objects managed by Git %s: " + request.resource.resource + "/" + request.name + " comes from " + variables.source + " in " + variables.git[1] + " at revision " + variables.git[0] + " (Guard " + variables.guard + "); change it there" + %s`, verb, changed)
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			MatchConstraints: match,
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConditions:  c.matchConditions(),
+			Variables:        vars,
+			Validations: []admissionregistrationv1.Validation{{
+				Expression:        allowed,
+				MessageExpression: message,
+				Reason:            ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+	ref := &admissionregistrationv1.ParamRef{Name: c.IndexName(), ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
+	if k.cluster {
+		ref.Name, ref.Namespace = c.ClusterIndexName(), c.Namespace
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: name,
+			ParamRef:   ref,
+			// Audit: the API server's audit log records each refusal with
+			// its message, also while the guard is down.
+			ValidationActions: []admissionregistrationv1.ValidationAction{k.action, admissionregistrationv1.Audit},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: c.namespaceSelector()},
+		},
+	}
+	return p, b
+}
+
+// matchConditions leave out, before anything is read, the writers the
+// default policy always allows.
+func (c Config) matchConditions() []admissionregistrationv1.MatchCondition {
+	prefixes := make([]string, len(systemPrefixes))
+	for i, p := range systemPrefixes {
+		prefixes[i] = fmt.Sprintf("(request.userInfo.username.startsWith(%s) && size(request.userInfo.username) > %d)", lit(p), len(p))
+	}
+	return []admissionregistrationv1.MatchCondition{
+		{Name: "not-the-guard", Expression: "!(request.userInfo.username in " + list(c.GuardUsers) + ")"},
+		{Name: "not-a-system-controller", Expression: fmt.Sprintf(`request.operation == "DELETE" ? !(request.userInfo.username in %s) : !(request.userInfo.username in %s || %s)`,
+			list(deleteControllers), list(systemUsers), strings.Join(prefixes, " || "))},
+	}
+}
+
+func (c Config) namespaceSelector() *metav1.LabelSelector {
+	if len(c.ExcludeNamespaces) == 0 {
+		return &metav1.LabelSelector{}
+	}
+	ns := slices.Sorted(slices.Values(c.ExcludeNamespaces))
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: ns,
+	}}}
+}
+
+// indexPolicy keeps the index ConfigMaps the guard's: in a namespace a
+// tenant edits, the index is theirs to edit too, were it not for this.
+func (c Config) indexPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	name := c.Name + "-index"
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}},
+				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{IndexLabel: c.Name}},
+			},
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConditions: []admissionregistrationv1.MatchCondition{
+				{Name: "not-the-guard", Expression: "!(request.userInfo.username in " + list(c.GuardUsers) + ")"},
+				{Name: "not-the-namespace-controller", Expression: `!(request.operation == "DELETE" && request.userInfo.username in ` + list(deleteControllers) + ")"},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "false",
+				Message:    "this ConfigMap is driftguard's index of the objects Git manages in this namespace, which the API server's admission policies read; only the guard writes it",
+				Reason:     ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	return p, b
+}

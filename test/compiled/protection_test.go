@@ -1,0 +1,273 @@
+package compiled
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/compiled"
+	"github.com/driftguard/driftguard/test/harness"
+)
+
+const webhookName = "driftguard-compiled"
+
+func startGuard(t *testing.T, dir string) *harness.Process {
+	t.Helper()
+	p, err := harness.StartProcess(harness.ProcessOptions{
+		Kubeconfig: guardKubeconfig, Dir: dir, WebhookConfigName: webhookName,
+		Args: []string{"--admission-mode=both", "--break-glass-groups=sre", "--audit-events=false", "--default-interval=30s"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.Stop()
+		if t.Failed() {
+			if b, err := os.ReadFile(p.LogPath); err == nil {
+				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+				t.Logf("last lines of the guard's log:\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
+			}
+		}
+	})
+	if err := p.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func configMap(ns, name string, data string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n%s", name, ns, data)
+}
+
+func deployment(ns, name string, replicas int) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+spec:
+  replicas: %[3]d
+  selector: {matchLabels: {app: %[2]s}}
+  template:
+    metadata: {labels: {app: %[2]s}}
+    spec:
+      containers: [{name: app, image: "nginx:1.27", resources: {requests: {cpu: 100m}}}]
+`, ns, name, replicas)
+}
+
+// With the guard's process killed, the API server alone denies a person's
+// edit (kubectl edit), scale, label and delete of a managed object, naming
+// the Git file; what the default policy allows is still allowed (a field an
+// ignore rule hides, break-glass with a reason, the controller manager
+// scaling for an autoscaler, every write to an object Git does not manage);
+// and the index the policies read cannot be edited by the people it binds.
+// When the guard is back, a new revision reaches the index.
+func TestProtectionWithoutTheGuard(t *testing.T) {
+	const ns, guard = "shop", "shop"
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.NewRepo(guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"config/settings.yaml": configMap(ns, "settings", "  a: \"1\"\n"),
+		"config/tuned.yaml":    configMap(ns, "tuned", "  tuned: \"1\"\n  other: \"1\"\n"),
+		"apps/web.yaml":        deployment(ns, "web", 2),
+		"apps/scaled.yaml":     deployment(ns, "scaled", 1),
+	}
+	for p, c := range files {
+		if err := repo.WriteFile(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev, err := repo.CommitAndPush("initial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &v1alpha1.Guard{
+		ObjectMeta: metav1.ObjectMeta{Name: guard},
+		Spec: v1alpha1.GuardSpec{URL: git.URL(guard), Ref: "main", Interval: metav1.Duration{Duration: 30 * time.Second}, Prune: true,
+			Ignore: []v1alpha1.IgnoreRule{
+				{Kind: "ConfigMap", Name: "tuned", JSONPointers: []string{"/data/tuned"}},
+				{Group: "apps", Kind: "Deployment", Name: "scaled", JSONPointers: []string{"/spec/replicas"}},
+			}},
+	}
+	if err := admin.Create(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(workDir, t.Name())
+	p := startGuard(t, dir)
+	waitIndexed(t, ns, compiled.Key("", "configmaps", "settings"), "config/settings.yaml:1", rev)
+
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+
+	denied := func(what, file string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s was admitted with the guard down", what)
+		}
+		for _, want := range []string{"ValidatingAdmissionPolicy", file, rev[:7], "Guard " + guard} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s: the denial lacks %q: %v", what, want, err)
+			}
+		}
+	}
+	kubectl := func(args ...string) error {
+		_, _, err := cluster.Kubectl(ctx, aliceKubeconfig, append([]string{"-n", ns}, args...)...)
+		return err
+	}
+
+	// kubectl edit, with an editor that changes a value.
+	editor := filepath.Join(dir, "editor.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/a: \"1\"/a: \"2\"/' \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBE_EDITOR", editor)
+	harness.Eventually(t, 30*time.Second, "the API server denies kubectl edit by itself", func() error {
+		err := kubectl("edit", "configmap", "settings")
+		if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+			return fmt.Errorf("kubectl edit: %v", err)
+		}
+		return nil
+	})
+	denied("kubectl edit", "config/settings.yaml:1", kubectl("edit", "configmap", "settings"))
+	denied("kubectl scale", "apps/web.yaml:1", kubectl("scale", "deployment", "web", "--replicas=5"))
+	denied("kubectl label", "config/settings.yaml:1", kubectl("label", "configmap", "settings", "team=eve"))
+	denied("kubectl annotate", "config/settings.yaml:1", kubectl("annotate", "configmap", "settings", "note=hand"))
+	denied("kubectl delete", "config/settings.yaml:1", kubectl("delete", "configmap", "settings", "--wait=false"))
+	denied("kubectl set image", "apps/web.yaml:1", kubectl("set", "image", "deployment/web", "app=nginx:1.28"))
+	denied("kubectl patch of a field no ignore rule hides", "config/tuned.yaml:1",
+		kubectl("patch", "configmap", "tuned", "--type=merge", "-p", `{"data":{"other":"2"}}`))
+	denied("kubectl scale of the deployment whose replicas are ignored... of another one", "apps/web.yaml:1",
+		kubectl("scale", "deployment", "web", "--replicas=1"))
+
+	// What the default policy allows.
+	if err := kubectl("patch", "configmap", "tuned", "--type=merge", "-p", `{"data":{"tuned":"2"}}`); err != nil {
+		t.Fatalf("a field an ignore rule hides: %v", err)
+	}
+	if err := kubectl("scale", "deployment", "scaled", "--replicas=2"); err != nil {
+		t.Fatalf("replicas an ignore rule hides: %v", err)
+	}
+	if err := kubectl("create", "configmap", "by-hand", "--from-literal=x=1"); err != nil {
+		t.Fatalf("an object Git does not manage: %v", err)
+	}
+	if err := kubectl("label", "configmap", "by-hand", "x=y"); err != nil {
+		t.Fatalf("an object Git does not manage: %v", err)
+	}
+	if err := kubectl("delete", "configmap", "by-hand"); err != nil {
+		t.Fatalf("an object Git does not manage: %v", err)
+	}
+	var cm corev1.ConfigMap
+	key := types.NamespacedName{Namespace: ns, Name: "settings"}
+	if err := sam.Get(ctx, key, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["a"] = "9"
+	if err := sam.Update(ctx, &cm); err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+		t.Fatalf("break-glass without a reason: %v", err)
+	}
+	cm.Annotations = map[string]string{v1alpha1.BreakGlassAnnotation: "INC-7: hotfix"}
+	if err := sam.Update(ctx, &cm); err != nil {
+		t.Fatalf("break-glass with a reason: %v", err)
+	}
+	// The index binds alice; she cannot change it.
+	index := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhookName + "-index"}}
+	if err := alice.Delete(ctx, index); err == nil || !strings.Contains(err.Error(), "only the guard writes it") {
+		t.Fatalf("alice deletes the index: %v", err)
+	}
+	if err := alice.Patch(ctx, index, client.RawPatch(types.MergePatchType, []byte(`{"data":{"configmaps._settings":null}}`))); err == nil {
+		t.Fatal("alice removed an entry of the index")
+	}
+	// The controller manager scales for an autoscaler Git does not know.
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scaled"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "scaled"},
+			MinReplicas:    ptr.To[int32](3), MaxReplicas: 5,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](80)}}}},
+		},
+	}
+	if err := alice.Create(ctx, hpa); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 90*time.Second, "the autoscaler scales the managed Deployment", func() error {
+		var d appsv1.Deployment
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "scaled"}, &d); err != nil {
+			return err
+		}
+		if *d.Spec.Replicas != 3 {
+			return fmt.Errorf("replicas %d", *d.Spec.Replicas)
+		}
+		return nil
+	})
+
+	// The guard returns; a new revision moves settings to another file.
+	p = startGuard(t, dir)
+	if err := repo.Remove("config/settings.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.WriteFile("config/moved.yaml", "# moved\n"+configMap(ns, "settings", "  a: \"1\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	rev2, err := repo.CommitAndPush("move settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.NotifyPush(ctx, git.URL(guard)); err != nil {
+		t.Logf("push notification: %v (the interval brings it)", err)
+	}
+	waitIndexed(t, ns, compiled.Key("", "configmaps", "settings"), "config/moved.yaml:2", rev2)
+
+	// A deleted Guard leaves the index.
+	if err := admin.Delete(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 60*time.Second, "the deleted Guard leaves the index", func() error {
+		var ix corev1.ConfigMap
+		err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: webhookName + "-index"}, &ix)
+		if err == nil && ix.Data["guard."+guard] != "" {
+			return fmt.Errorf("index still holds %d entries", len(ix.Data))
+		}
+		return nil
+	})
+}
+
+// waitIndexed waits until the index of ns holds key from source at rev.
+func waitIndexed(t *testing.T, ns, key, source, rev string) {
+	t.Helper()
+	harness.Eventually(t, 90*time.Second, fmt.Sprintf("index entry %s from %s at %s", key, source, rev[:7]), func() error {
+		var ix corev1.ConfigMap
+		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: webhookName + "-index"}, &ix); err != nil {
+			return err
+		}
+		entry := ix.Data[key]
+		if !strings.HasSuffix(entry, "|"+source) {
+			return fmt.Errorf("entry %q", entry)
+		}
+		for k, v := range ix.Data {
+			if strings.HasPrefix(k, "guard.") && strings.HasPrefix(v, rev+"|") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Guard at revision %s in %v", rev[:7], ix.Data)
+	})
+}
