@@ -42,6 +42,11 @@ type Request struct {
 	// Field is the spec field of URL (spec.url, spec.git.url), for
 	// messages; "" says "the source URL".
 	Field string
+	// Failed is a revision that failed before, as the Guard's status
+	// records it: when the source resolves to it and the Fetcher has no
+	// outcome of its own for it, its error is returned, nothing fetched or
+	// rendered.
+	Failed *FailedRevision
 	// Render says how Path is rendered: variables, Helm settings, SOPS
 	// keys. Snapshots are cached by (revision, Path, Render.Hash()).
 	Render RenderOptions
@@ -162,6 +167,10 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	if last := rr.renders.Get(key); last != nil && last.Revision == sha {
 		log.V(2).Info("revision unchanged")
 		return sha, last.Snap, last.Err
+	}
+	if err := req.Failed.ErrFor(sha); err != nil {
+		log.V(1).Info("revision failed before; not fetched or rendered again", "until", req.Failed.Until)
+		return sha, nil, err
 	}
 
 	commit, err := f.commit(ctx, rr, req.URL, hash, refName, auth)

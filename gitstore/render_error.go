@@ -9,12 +9,15 @@ import (
 // that does not parse, lacks a required field, or collides with another.
 // Retrying the same revision gives the same error.
 type RenderError struct {
-	Path string // slash-separated, relative to the repository root
+	Path string // slash-separated, relative to the repository root; "" for no file
 	Line int    // 1-based; 0 when unknown
 	Err  error
 }
 
 func (e *RenderError) Error() string {
+	if e.Path == "" {
+		return e.Err.Error()
+	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
 	}

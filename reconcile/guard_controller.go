@@ -395,6 +395,9 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 	}
 	a.req = req
 
+	// A revision the status says failed is not rendered again before its
+	// backoff (a new leader would otherwise render it at once).
+	req.Failed = failedRevision(g, r.interval(g), time.Now())
 	fetchStart := time.Now()
 	rev, snap, err := r.Fetcher.Fetch(ctx, req)
 	observeFetch(time.Since(fetchStart))
@@ -407,6 +410,7 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 	case errors.As(err, &renderErr):
 		msg := fmt.Sprintf("revision %s cannot be applied, %s stays in force: %v", short(rev), orNone(short(g.Status.LastAppliedRevision)), err)
 		r.stalled(g, "RenderFailed", msg)
+		recordRenderFailure(g, rev, err, r.interval(g), time.Now())
 		r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "RENDER", Error: err.Error(),
 			Source: &audit.Source{URL: SourceURL(g), Revision: rev, Path: renderErr.Path, Line: renderErr.Line}})
 		a.log.Info("render failed; keeping last good revision", "revision", rev, "error", err.Error())
@@ -418,6 +422,7 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 		}
 		return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision))))
 	}
+	g.Status.RenderFailure = nil // the revision rendered
 	if c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady); c != nil && sourceFailure[c.Reason] {
 		g.Status.Retries = 0 // the source is back: its failures no longer count
 	}

@@ -117,6 +117,10 @@ func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *git
 		log.V(2).Info("revision unchanged")
 		return t.rev, last.Snap, last.Err
 	}
+	if err := req.Failed.ErrFor(t.rev); err != nil {
+		log.V(1).Info("revision failed before; not fetched or rendered again", "until", req.Failed.Until)
+		return t.rev, nil, err
+	}
 	fsys, dir, err := t.load(ctx)
 	var re *gitstore.RenderError
 	if errors.As(err, &re) {

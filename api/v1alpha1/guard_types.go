@@ -451,6 +451,30 @@ type GuardStatus struct {
 	// Retries counts consecutive failed reconciles of the current revision.
 	// +optional
 	Retries int32 `json:"retries,omitempty"`
+
+	// RenderFailure is the revision that last failed to render (or went
+	// beyond a fetch or render limit) with this spec: a guard that did not
+	// see it fail (a new leader, a restarted process) reports its error
+	// without rendering it again until the revision or the spec changes, a
+	// sync is requested, or its backoff has passed.
+	// +optional
+	RenderFailure *RenderFailure `json:"renderFailure,omitempty"`
+}
+
+// RenderFailure is a revision that failed to render.
+type RenderFailure struct {
+	// Revision is the revision that failed.
+	Revision string `json:"revision"`
+	// ObservedGeneration is the generation of the spec it failed with.
+	ObservedGeneration int64 `json:"observedGeneration"`
+	// Message is the error.
+	Message string `json:"message"`
+	// Failures counts the renders of the revision with this spec that
+	// failed; the backoff doubles with each (the Guard's interval after the
+	// first, at most an hour).
+	Failures int32 `json:"failures"`
+	// LastFailure is when it last failed.
+	LastFailure metav1.Time `json:"lastFailure"`
 }
 
 // InventoryKind is one group/version/kind the guard has applied objects of.
