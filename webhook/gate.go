@@ -141,12 +141,16 @@ func (g *gate) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// refuse answers without reading the body, and closes the connection so
-// that the server does not read it either.
+// refuse answers without reading the body. An HTTP/1 connection is closed
+// so that the server does not read the body either; an HTTP/2 stream is
+// reset on its own (there, Connection: close would end the API server's
+// connection, which carries other reviews).
 func (g *gate) refuse(w http.ResponseWriter, r *http.Request, code int, reason, msg string) {
 	refused.WithLabelValues(reason).Inc()
 	g.log.V(1).Info("admission request refused", "reason", reason, "remote", r.RemoteAddr, "contentLength", r.ContentLength)
-	w.Header().Set("Connection", "close")
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
 	if code == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}

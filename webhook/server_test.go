@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
@@ -245,4 +246,40 @@ func testClientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey,
 		t.Fatal(err)
 	}
 	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestServerRefusalKeepsHTTP2Connection: the API server sends many reviews
+// over one HTTP/2 connection; refusing one resets its stream only, and the
+// next review goes over the same connection.
+func TestServerRefusalKeepsHTTP2Connection(t *testing.T) {
+	const limit = 64 << 10
+	var buf bytes.Buffer
+	s := &Server{Validator: newValidator(t, &buf), Limits: Limits{MaxRequestBytes: limit}, Log: logr.Discard()}
+	addr, cfg := serve(t, s)
+	cfg.NextProtos = []string{"h2"}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}, Timeout: 30 * time.Second}
+	for i, tc := range []struct {
+		body       []byte
+		want       int
+		wantReused bool
+	}{
+		{body: bytes.Repeat([]byte(" "), limit+1), want: http.StatusRequestEntityTooLarge},
+		{body: reviewBody(t), want: http.StatusOK, wantReused: true},
+	} {
+		var reused bool
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+ValidatePath, bytes.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 || resp.StatusCode != tc.want || reused != tc.wantReused {
+			t.Fatalf("request %d: %s %s, connection reused %v; want %d, reused %v", i, resp.Proto, resp.Status, reused, tc.want, tc.wantReused)
+		}
+	}
 }
