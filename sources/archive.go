@@ -31,10 +31,10 @@ func untar(r io.Reader) (map[string][]byte, error) {
 }
 
 // untarWithin reads a tar.gz archive into files by slash-separated path.
-// Folders are implied; an entry whose path leaves the archive, a link or a
-// device is an error, as is an archive of more than maxBytes unpacked or
-// more than maxEntries files (a *gitstore.LimitError), found before the
-// entry beyond them is read.
+// Folders are implied; an entry whose path leaves the archive, a link, a
+// device or a path both a file and a folder is an error, as is an archive
+// of more than maxBytes unpacked or more than maxEntries files (a
+// *gitstore.LimitError), found before the entry beyond them is read.
 func untarWithin(r io.Reader, maxBytes int64, maxEntries int) (map[string][]byte, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
@@ -43,6 +43,7 @@ func untarWithin(r io.Reader, maxBytes int64, maxEntries int) (map[string][]byte
 	defer func() { _ = zr.Close() }()
 	tr := tar.NewReader(zr)
 	files := map[string][]byte{}
+	dirs := map[string]bool{} // the folders of the files so far
 	var total int64
 	for {
 		hdr, err := tr.Next()
@@ -65,6 +66,17 @@ func untarWithin(r io.Reader, maxBytes int64, maxEntries int) (map[string][]byte
 		}
 		if name == "" {
 			return nil, fmt.Errorf("entry %q has no name", hdr.Name)
+		}
+		// A path is a file or a folder, not both, as in Git: the files
+		// make a tree, which every reader of it sees the same way.
+		if dirs[name] {
+			return nil, fmt.Errorf("entry %s is a file and the folder of an entry before it", hdr.Name)
+		}
+		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
+			if _, ok := files[d]; ok {
+				return nil, fmt.Errorf("entry %s is below %s, which is a file", hdr.Name, d)
+			}
+			dirs[d] = true
 		}
 		if len(files) >= maxEntries {
 			return nil, gitstore.FilesError("the archive", maxEntries)

@@ -60,6 +60,9 @@ func TestUntar(t *testing.T) {
 		{"symlink", tgz(t, entry{"link.yaml", tar.TypeSymlink, ""}), nil, "entry link.yaml is not a regular file or folder"},
 		{"not gzip", []byte("plain text"), nil, "not a gzip archive"},
 		{"truncated", tgz(t, entry{"a.yaml", tar.TypeReg, strings.Repeat("a", 4096)})[:40], nil, ""},
+		{"a file, then below it", tgz(t, entry{"a", tar.TypeReg, "x"}, entry{"a/b.yaml", tar.TypeReg, "y"}), nil, "entry a/b.yaml is below a, which is a file"},
+		{"a file, then as a folder", tgz(t, entry{"c/a/b.yaml", tar.TypeReg, "y"}, entry{"./c/a", tar.TypeReg, "x"}), nil, "entry ./c/a is a file and the folder of an entry before it"},
+		{"the same file twice: the last", tgz(t, entry{"a.yaml", tar.TypeReg, "1"}, entry{"./a.yaml", tar.TypeReg, "2"}, entry{"sub/a.yaml", tar.TypeReg, "3"}), []string{"a.yaml", "sub/a.yaml"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -116,7 +116,10 @@ func (f *Fetcher) resolveHelm(ctx context.Context, st *state, req gitstore.Reque
 	if err != nil {
 		return target{}, fmt.Errorf("chart %s version %s: %w", a.Chart, entry.Version, err)
 	}
-	digest := strings.TrimPrefix(entry.Digest, "sha256:")
+	digest := strings.ToLower(strings.TrimPrefix(entry.Digest, "sha256:"))
+	if digest != "" && !isSHA256Hex(digest) {
+		return target{}, fmt.Errorf("chart %s version %s in %s: digest %q is not a sha256 digest (64 hexadecimal digits)", a.Chart, entry.Version, redact.URL(indexURL(req.URL)), entry.Digest[:min(len(entry.Digest), 80)])
+	}
 	if digest == "" {
 		digest = st.helm.computed[chartURL]
 	}
@@ -351,6 +354,12 @@ func chartDir(files map[string][]byte, what string, created time.Time) (fs.FS, s
 		return nil, "", &gitstore.RenderError{Path: what, Err: fmt.Errorf("the archive holds no Chart.yaml")}
 	}
 	return newMemFS(files, created), dirs[0], nil
+}
+
+// isSHA256Hex reports whether s is a sha256 digest in lowercase hex.
+func isSHA256Hex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return len(s) == 64 && err == nil && strings.ToLower(s) == s
 }
 
 func indexURL(repo string) string { return strings.TrimSuffix(repo, "/") + "/index.yaml" }
