@@ -178,7 +178,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	if errors.As(err, &limit) {
 		// The revision is too large: it stays too large, so it is
 		// remembered as a failed render and not fetched again.
-		err = fmt.Errorf("fetch %s: %w", ShortRevision(sha), &RenderError{Path: ".", Err: limit})
+		err = fmt.Errorf("fetch %s: %w", ShortRevision(sha), &RenderError{Err: limit})
 		rr.renders.Put(key, &Rendered{Revision: sha, Err: err})
 		log.Info("fetch refused", "error", err.Error())
 		return sha, nil, err
@@ -320,7 +320,7 @@ func (f *Fetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash plu
 	}
 	if rr.budget.over.Load() {
 		removeTempPacks(rr.fs)
-		return nil, FetchSizeError("the pack of commit "+ShortRevision(hash.String()), f.opts.MaxFetchBytes)
+		return nil, FetchSizeError("the pack the server sent", f.opts.MaxFetchBytes)
 	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil, fmt.Errorf("fetch %s: %w", hash, err)
