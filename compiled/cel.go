@@ -129,12 +129,14 @@ func byShape(shapes []Shape, expr func(Shape) string) string {
 	return out
 }
 
-// deferred names the writers a shape leaves to the webhook.
+// deferred names the writers a shape leaves to the webhook: the users of
+// managedFieldsManagers rules, whose updates the webhook decides by the
+// fields their managers own, which only the live managedFields tell.
 func deferred(s Shape) string {
 	if len(s.Defer) == 0 {
 		return "false"
 	}
-	return "request.userInfo.username in " + list(s.Defer)
+	return `request.operation == "UPDATE" && request.userInfo.username in ` + list(s.Defer)
 }
 
 func contains(ss []string, s string) bool {
