@@ -15,14 +15,14 @@ import (
 // kept. spec is not changed; it is returned as it is when it holds
 // neither.
 func RecordedGuardSpec(spec map[string]any) map[string]any {
-	helm, hasHelm := spec["helm"].(map[string]any)
-	_, hasValues := helm["values"]
+	helm, _ := spec["helm"].(map[string]any)
+	_, hasValues := helm["values"] // false when there is no helm
 	vars, hasVars := spec["vars"].(map[string]any)
-	if !hasVars && !(hasHelm && hasValues) {
+	if !hasVars && !hasValues {
 		return spec
 	}
 	out := maps.Clone(spec)
-	if hasHelm && hasValues {
+	if hasValues {
 		h := maps.Clone(helm)
 		h["values"] = drift.RedactValue(helm["values"])
 		out["helm"] = h
