@@ -60,7 +60,10 @@ func newRenderer(fsys fs.FS, src Source, opts RenderOptions) (*renderer, error) 
 	for _, k := range opts.AgeKeys {
 		sensitive.Add(k)
 		for line := range strings.Lines(k) {
-			sensitive.Add(strings.TrimSpace(line))
+			// The identities, not the comments (the public key, a date).
+			if line = strings.TrimSpace(line); strings.HasPrefix(line, "AGE-SECRET-KEY-") {
+				sensitive.Add(line)
+			}
 		}
 	}
 	for _, name := range opts.SecretVars {
