@@ -58,7 +58,6 @@ func newRenderer(fsys fs.FS, src Source, opts RenderOptions) (*renderer, error) 
 	sensitive := &redact.Sensitive{}
 	keys.sensitive = sensitive
 	for _, k := range opts.AgeKeys {
-		sensitive.Add(k)
 		for line := range strings.Lines(k) {
 			// The identities, not the comments (the public key, a date).
 			if line = strings.TrimSpace(line); strings.HasPrefix(line, "AGE-SECRET-KEY-") {
