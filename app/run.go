@@ -364,8 +364,11 @@ func metricsOptions(o Options, cert func(*tls.ClientHelloInfo) (*tls.Certificate
 	minVersion, _ := o.tlsMinVersion()
 	return metricsserver.Options{
 		BindAddress: o.MetricsAddr, SecureServing: true, FilterProvider: metricsAuthFilter,
+		// HTTP/1.1 only (controller-runtime offers h2): what scrapers speak,
+		// and no HTTP/2 stream floods (rapid reset) on an endpoint any pod
+		// may reach.
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
-			c.GetCertificate, c.MinVersion = cert, minVersion
+			c.GetCertificate, c.MinVersion, c.NextProtos = cert, minVersion, []string{"http/1.1"}
 		}},
 	}
 }

@@ -61,7 +61,8 @@ func TestMetricsNeedAuthorizedToken(t *testing.T) {
 	if !roots.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle) {
 		t.Fatal("no CA bundle in the webhook configuration")
 	}
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}}, Timeout: 30 * time.Second}
+	// As Prometheus does: HTTP/1.1.
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}}}, Timeout: 30 * time.Second}
 	get := func(bearer string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
