@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -224,12 +225,20 @@ type ForbiddenError struct {
 	Verb      string
 	Resource  string // e.g. "deployments.apps"
 	Namespace string // empty for cluster-scoped objects
-	Err       error
+	// RBAC is true when the authorizer refused it (not an admission
+	// webhook or policy, which answer "forbidden" too).
+	RBAC bool
+	Err  error
 }
 
 func (e *ForbiddenError) Error() string {
 	where, fix := "cluster-wide", "grant it to that service account with a ClusterRole and ClusterRoleBinding, or leave the object out of Git"
 	switch {
+	case !e.RBAC:
+		if e.Namespace != "" {
+			where = "in namespace " + e.Namespace
+		}
+		fix = "an admission check refused it, not RBAC"
 	case e.Namespace != "" && e.Namespace == e.Identity.Namespace:
 		where, fix = "in namespace "+e.Namespace, "that is the guard's own namespace, where no Guard's service account should write: leave the object out of Git"
 	case e.Namespace != "":
@@ -261,7 +270,10 @@ func (a *Applier) forbidden(err error, verb string, gvk schema.GroupVersionKind,
 	if gvk.Group != "" {
 		resource += "." + gvk.Group
 	}
-	return &ForbiddenError{Identity: a.identity, Verb: verb, Resource: resource, Namespace: namespace, Err: err}
+	// The authorizer's refusal reads `User "…" cannot <verb> resource …`;
+	// admission's names its webhook or policy.
+	rbac := strings.Contains(err.Error(), `" cannot `)
+	return &ForbiddenError{Identity: a.identity, Verb: verb, Resource: resource, Namespace: namespace, RBAC: rbac, Err: err}
 }
 
 // As returns the Applier acting as id: its writes (apply, dry runs, prune,

@@ -55,7 +55,10 @@ func TestIdentityRefusesGuardItself(t *testing.T) {
 // under the guard's own identity it points at the chart's RBAC as before.
 func TestForbiddenNamesIdentity(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	denied := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("RBAC: access denied"))
+	denied := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web",
+		errors.New(`User "system:serviceaccount:dg:team-a" cannot delete resource "deployments" in API group "apps" in the namespace "b"`))
+	admission := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web",
+		errors.New(`ValidatingAdmissionPolicy 'x' with binding 'x' denied request: no`))
 	id := Identity{User: "system:serviceaccount:dg:team-a", Namespace: "dg", Name: "team-a", Field: FieldServiceAccountName}
 	for _, tc := range []struct {
 		name, ns  string
@@ -70,6 +73,7 @@ func TestForbiddenNamesIdentity(t *testing.T) {
 		{"service account, guard's namespace", "dg", &Applier{identity: id}, denied, true, []string{"may not delete deployments.apps in namespace dg",
 			"the guard's own namespace, where no Guard's service account should write"}},
 		{"service account, cluster-scoped", "", &Applier{identity: id}, denied, true, []string{"cluster-wide", "ClusterRole and ClusterRoleBinding"}},
+		{"service account, refused by admission", "b", &Applier{identity: id}, admission, true, []string{"may not delete deployments.apps in namespace b: an admission check refused it, not RBAC"}},
 		{"not forbidden", "b", &Applier{identity: id}, apierrors.NewNotFound(schema.GroupResource{Resource: "x"}, "y"), false, []string{`x "y" not found`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
