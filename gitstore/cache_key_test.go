@@ -113,7 +113,8 @@ func TestCacheKey(t *testing.T) {
 			}
 		})
 	}
-	if with(func(r *Request) { r.Auth = &Auth{Username: "u", Password: "p"} }) != with(func(r *Request) { r.Auth = &Auth{Username: "u", Password: "p"} }) {
+	one, other := &Auth{Username: "u", Password: "p"}, &Auth{Username: "u", Password: "p"}
+	if with(func(r *Request) { r.Auth = one }) != with(func(r *Request) { r.Auth = other }) {
 		t.Fatal("equal credentials have different keys")
 	}
 	if with(art(ArtifactSource{Credentials: &Credentials{Username: "u", Password: "p", Secret: "Secret a"}})) !=
