@@ -19,6 +19,7 @@ import (
 	"github.com/driftguard/driftguard/compiled"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/reconcile"
 )
 
 // Admission modes (--admission-mode).
@@ -53,6 +54,7 @@ func newCompiledLayer(o Options, self string, c client.Client, reader client.Rea
 		Config: compiled.Config{
 			Name: o.WebhookConfigName, Namespace: o.Namespace,
 			GuardUsers:        append([]string{self}, o.GuardUsers...),
+			GuardUserPrefixes: []string{reconcile.ServiceAccountPrefix(o.Namespace)},
 			BreakGlassGroups:  o.BreakGlassGroups,
 			ExcludeNamespaces: excluded,
 		},

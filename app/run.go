@@ -408,6 +408,7 @@ func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []b
 			// guard does; they are all of its own namespace, whose pods can
 			// run as the guard itself anyway.
 			SkipUserPrefixes: []string{reconcile.ServiceAccountPrefix(o.Namespace)},
+			DecideInMutating: o.AdmissionMode == ModeBoth,
 		}
 		if o.WebhookService != "" {
 			registration.ServiceNamespace, registration.ServiceName, registration.ServicePort = o.Namespace, o.WebhookService, o.WebhookServicePort

@@ -30,6 +30,10 @@ type Config struct {
 	// GuardUsers are the guard's identities (the default policy's
 	// guard-identity rule).
 	GuardUsers []string
+	// GuardUserPrefixes leave out every user whose name starts with one of
+	// them (the service accounts of the guard's namespace, which Guards'
+	// writes impersonate), as the webhooks do.
+	GuardUserPrefixes []string
 	// BreakGlassGroups may change a managed object with a reason in the
 	// driftguard.io/break-glass annotation.
 	BreakGlassGroups []string
@@ -223,10 +227,18 @@ func (c Config) matchConditions() []admissionregistrationv1.MatchCondition {
 		prefixes[i] = fmt.Sprintf("(request.userInfo.username.startsWith(%s) && size(request.userInfo.username) > %d)", lit(p), len(p))
 	}
 	return []admissionregistrationv1.MatchCondition{
-		{Name: "not-the-guard", Expression: "!(request.userInfo.username in " + list(c.GuardUsers) + ")"},
+		c.notTheGuard(),
 		{Name: "not-a-system-controller", Expression: fmt.Sprintf(`request.operation == "DELETE" ? !(request.userInfo.username in %s) : !(request.userInfo.username in %s || %s)`,
 			list(deleteControllers), list(systemUsers), strings.Join(prefixes, " || "))},
 	}
+}
+
+func (c Config) notTheGuard() admissionregistrationv1.MatchCondition {
+	expr := "request.userInfo.username in " + list(c.GuardUsers)
+	for _, p := range c.GuardUserPrefixes {
+		expr += " || request.userInfo.username.startsWith(" + lit(p) + ")"
+	}
+	return admissionregistrationv1.MatchCondition{Name: "not-the-guard", Expression: "!(" + expr + ")"}
 }
 
 func (c Config) namespaceSelector() *metav1.LabelSelector {
@@ -255,7 +267,7 @@ func (c Config) indexPolicy() (*admissionregistrationv1.ValidatingAdmissionPolic
 			},
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "not-the-guard", Expression: "!(request.userInfo.username in " + list(c.GuardUsers) + ")"},
+				c.notTheGuard(),
 				{Name: "not-the-namespace-controller", Expression: `!(request.operation == "DELETE" && request.userInfo.username in ` + list(deleteControllers) + ")"},
 			},
 			Validations: []admissionregistrationv1.Validation{{

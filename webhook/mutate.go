@@ -44,6 +44,10 @@ func (s *Stamper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Review decides one request and returns, when it admits it, the stamp the
 // object must carry as a JSON patch.
 func (s *Stamper) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Operation == admissionv1.Delete || (req.Operation == admissionv1.Update && req.SubResource == "scale") {
+		// Registered here with DecideInMutating: decided, never stamped.
+		return s.Validator.Review(ctx, req)
+	}
 	if req.SubResource != "" || (req.Operation != admissionv1.Update && req.Operation != admissionv1.Create) {
 		return allowed() // not registered for these: the validating webhook decides them
 	}

@@ -46,8 +46,9 @@ func TestStamper(t *testing.T) {
 		{"no Git field changes: nothing to decide", request(admissionv1.Update, "alice", "", desiredDeployment), true, "", 0},
 		{"a stamp written by hand, nothing else: removed", request(admissionv1.Update, "alice", "", forged), true, "remove", 0},
 		{"a stamp removed: stays removed", replacing("alice", forged, desiredDeployment), true, "", 0},
-		{"scale subresource: left to the validating webhook", request(admissionv1.Update, "alice", "scale", `{"kind":"Scale","spec":{"replicas":5}}`), true, "", 0},
-		{"delete: left to the validating webhook", request(admissionv1.Delete, "alice", "", desiredDeployment), true, "", 0},
+		{"scale subresource (registered with DecideInMutating): decided, not stamped", request(admissionv1.Update, "alice", "scale", `{"kind":"Scale","spec":{"replicas":5}}`), false, "", 1},
+		{"delete (registered with DecideInMutating): decided", request(admissionv1.Delete, "alice", "", desiredDeployment), false, "", 1},
+		{"another subresource: not registered here", request(admissionv1.Update, "alice", "status", desiredDeployment), true, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

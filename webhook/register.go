@@ -51,6 +51,12 @@ type Registration struct {
 	// them, as SkipUsers: the service accounts of the guard's namespace,
 	// which a Guard's writes impersonate (spec.serviceAccountName).
 	SkipUserPrefixes []string
+	// DecideInMutating moves the decision of deletes and scale writes to
+	// the mutating configuration, which the API server calls before its
+	// ValidatingAdmissionPolicies: with the compiled policies in force
+	// (--admission-mode=both), the guard then decides, and records, every
+	// change while it is up, and the policies deny while it is not.
+	DecideInMutating bool
 }
 
 // matchConditions returns the condition that leaves out SkipUsers and
@@ -183,6 +189,9 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 		scale,
 		hook("orphans.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, ""), &ignore, unmanaged),
 	}
+	if r.DecideInMutating {
+		hooks = hooks[2:] // MutatingConfiguration decides them
+	}
 	var pods []Resource
 	for _, res := range r.Resources {
 		if res.Group == "" && res.Resource == "pods" {
@@ -212,18 +221,31 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 // mutating webhook changes the object, so that the decision is about the
 // object as it will be stored.
 func (r Registration) MutatingConfiguration() *admissionregistrationv1.MutatingWebhookConfiguration {
-	v := r.Configuration().Webhooks[0]
+	all := r
+	all.DecideInMutating = false
+	vs := all.Configuration().Webhooks
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	mutating := func(name string, v admissionregistrationv1.ValidatingWebhook, rules []admissionregistrationv1.RuleWithOperations, reinvoke *admissionregistrationv1.ReinvocationPolicyType) admissionregistrationv1.MutatingWebhook {
+		return admissionregistrationv1.MutatingWebhook{
+			Name: name, ClientConfig: r.clientConfigFor(MutatePath), Rules: rules,
+			FailurePolicy: v.FailurePolicy, MatchPolicy: v.MatchPolicy, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds,
+			AdmissionReviewVersions: v.AdmissionReviewVersions, NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector,
+			MatchConditions: v.MatchConditions, ReinvocationPolicy: reinvoke,
+		}
+	}
+	hooks := []admissionregistrationv1.MutatingWebhook{
+		mutating(vs[0].Name, vs[0], rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, ""), &ifNeeded),
+	}
+	if r.DecideInMutating {
+		hooks = append(hooks,
+			mutating("deletes.driftguard.io", vs[0], vs[0].Rules, &never),
+			mutating(vs[1].Name, vs[1], vs[1].Rules, &never))
+	}
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{managedByLabel: FieldManager}},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name: v.Name, ClientConfig: r.clientConfigFor(MutatePath),
-			Rules:         rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, ""),
-			FailurePolicy: v.FailurePolicy, MatchPolicy: v.MatchPolicy, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds,
-			AdmissionReviewVersions: v.AdmissionReviewVersions, NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector,
-			MatchConditions: v.MatchConditions, ReinvocationPolicy: &ifNeeded,
-		}},
+		Webhooks:   hooks,
 	}
 }
 

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -170,5 +171,29 @@ func TestSkipUserPrefixes(t *testing.T) {
 				t.Fatalf("conditions %+v, want one named not-driftguard-itself: %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// With DecideInMutating (--admission-mode=both) deletes and scale writes go
+// to the mutating configuration, which the API server calls before its
+// admission policies; the validating one keeps orphans and pod subresources.
+func TestDecideInMutating(t *testing.T) {
+	r := Registration{Name: "dg", URL: "https://127.0.0.1:9443", LabelKey: "driftguard.io/guard",
+		Resources: []Resource{{Group: "", Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}}, DecideInMutating: true}
+	var validating, mutating []string
+	for _, w := range r.Configuration().Webhooks {
+		validating = append(validating, w.Name)
+	}
+	for _, w := range r.MutatingConfiguration().Webhooks {
+		mutating = append(mutating, w.Name)
+		if w.Name == "scale.driftguard.io" && len(w.MatchConditions) == 0 {
+			t.Error("the mutating scale webhook lost the autoscaler's match condition")
+		}
+	}
+	if got, want := strings.Join(validating, ","), "orphans.driftguard.io,subresources.driftguard.io"; got != want {
+		t.Errorf("validating webhooks %s, want %s", got, want)
+	}
+	if got, want := strings.Join(mutating, ","), "objects.driftguard.io,deletes.driftguard.io,scale.driftguard.io"; got != want {
+		t.Errorf("mutating webhooks %s, want %s", got, want)
 	}
 }

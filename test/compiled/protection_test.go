@@ -18,16 +18,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/compiled"
 	"github.com/driftguard/driftguard/test/harness"
 )
 
 const webhookName = "driftguard-compiled"
 
-func startGuard(t *testing.T, dir string) *harness.Process {
+func startGuard(t *testing.T, dir string, records *harness.Records) *harness.Process {
 	t.Helper()
 	p, err := harness.StartProcess(harness.ProcessOptions{
-		Kubeconfig: guardKubeconfig, Dir: dir, WebhookConfigName: webhookName,
+		Kubeconfig: guardKubeconfig, Dir: dir, WebhookConfigName: webhookName, Stdout: records,
 		Args: []string{"--admission-mode=both", "--break-glass-groups=sre", "--audit-events=false", "--default-interval=30s"},
 	})
 	if err != nil {
@@ -112,8 +113,28 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(workDir, t.Name())
-	p := startGuard(t, dir)
+	records := &harness.Records{}
+	p := startGuard(t, dir, records)
 	waitIndexed(t, ns, compiled.Key("", "configmaps", "settings"), "config/settings.yaml:1", rev)
+	kubectl := func(args ...string) error {
+		_, _, err := cluster.Kubectl(ctx, aliceKubeconfig, append([]string{"-n", ns}, args...)...)
+		return err
+	}
+
+	// While the guard is up it decides, before the API server's policies,
+	// and records: deletes and scale writes too.
+	for _, args := range [][]string{{"delete", "configmap", "settings", "--wait=false"}, {"scale", "deployment", "web", "--replicas=5"}} {
+		err := kubectl(args...)
+		if err == nil || !strings.Contains(err.Error(), "admission webhook") {
+			t.Fatalf("kubectl %s with the guard up: %v", args[0], err)
+		}
+	}
+	records.Wait(t, 10*time.Second, "the guard records the denied delete", func(r audit.Record) bool {
+		return r.Type == audit.Decision && r.Operation == "DELETE" && r.User == "alice" && r.Action == "deny"
+	})
+	records.Wait(t, 10*time.Second, "the guard records the denied scale", func(r audit.Record) bool {
+		return r.Type == audit.Decision && r.User == "alice" && r.Action == "deny" && r.Object.Name == "web"
+	})
 
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
@@ -130,11 +151,6 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 			}
 		}
 	}
-	kubectl := func(args ...string) error {
-		_, _, err := cluster.Kubectl(ctx, aliceKubeconfig, append([]string{"-n", ns}, args...)...)
-		return err
-	}
-
 	// kubectl edit, with an editor that changes a value.
 	editor := filepath.Join(dir, "editor.sh")
 	if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/a: \"1\"/a: \"2\"/' \"$1\"\n"), 0o755); err != nil {
@@ -221,7 +237,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	})
 
 	// The guard returns; a new revision moves settings to another file.
-	p = startGuard(t, dir)
+	p = startGuard(t, dir, &harness.Records{})
 	if err := repo.Remove("config/settings.yaml"); err != nil {
 		t.Fatal(err)
 	}
