@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) {
 		o.Namespace = guardNamespace
 		o.DefaultServiceAccount = defaultAccount
+		// The compiled admission policies too: a Guard's service account
+		// writes past them as the guard does.
+		o.AdmissionMode = app.ModeBoth
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start harness:", err)
@@ -320,11 +323,12 @@ func TestDefaultServiceAccount(t *testing.T) {
 	nsC, nsD := "identity-c", "identity-d"
 	namespace(t, nsC)
 	namespace(t, nsD)
-	tenant(t, defaultAccount, nsC, configMapVerbs)
-	repo := h.NewGuard(t, "identity-default", false, map[string]string{
-		"c.yaml": configMap(nsC, "app", "1"),
-		"d.yaml": configMap(nsD, "steal", "1"),
-	})
+	tenant(t, defaultAccount, nsC, append(configMapVerbs, "delete"))
+	repo := h.NewGuard(t, "identity-default", true, map[string]string{
+		"c.yaml":    configMap(nsC, "app", "1"),
+		"gone.yaml": configMap(nsC, "gone", "1"),
+		"d.yaml":    configMap(nsD, "steal", "1"),
+	}, func(s *v1alpha1.GuardSpec) { s.Retry = quickRetry() })
 	waitReady(t, repo.Guard, metav1.ConditionFalse, "Forbidden",
 		"service account driftguard-system/tenant-default (--default-service-account; user system:serviceaccount:driftguard-system:tenant-default)",
 		"configmaps in namespace "+nsD)
@@ -336,5 +340,15 @@ func TestDefaultServiceAccount(t *testing.T) {
 	})
 	if exists(t, &corev1.ConfigMap{}, nsD, "steal") {
 		t.Fatalf("%s/steal created with rights the default service account does not have", nsD)
+	}
+	// A change in Git is an update of a managed object and a delete, made
+	// as the account: neither the webhook nor the compiled policies stop it.
+	rev := repo.Change(t, "change C, drop D", map[string]string{"c.yaml": configMap(nsC, "app", "2")}, "d.yaml", "gone.yaml")
+	h.WaitApplied(t, repo.Guard, rev)
+	if v := value(t, nsC, "app"); v != "2" {
+		t.Fatalf("%s/app: %s", nsC, v)
+	}
+	if v := value(t, nsC, "gone"); v != "<missing>" {
+		t.Fatalf("%s/gone not pruned: %s", nsC, v)
 	}
 }
