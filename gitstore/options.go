@@ -29,6 +29,11 @@ type RenderOptions struct {
 	// string, that decrypt SOPS-encrypted files. Without keys a
 	// SOPS-encrypted file is an error.
 	AgeKeys []string `json:"-"`
+	// Credentials are the secret parts of the source's credentials
+	// (passwords, tokens, private keys): secret like the values a render
+	// decrypts, so the render marks them sensitive too (see
+	// Object.Sensitive). They enter Hash digested.
+	Credentials []string `json:"-"`
 	// Limits bound the render; zero fields take the process's limits
 	// (SetLimits). They are not part of Hash: they do not change what a
 	// render that succeeds produces.
@@ -91,7 +96,7 @@ func (o RenderOptions) Hash() string {
 		h.Write([]byte{1})
 		h.Write([]byte(v))
 	}
-	keys := slices.Clone(o.AgeKeys)
+	keys := slices.Concat(o.AgeKeys, o.Credentials)
 	slices.Sort(keys)
 	for _, k := range keys {
 		s := sha256.Sum256([]byte(k))

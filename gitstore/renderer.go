@@ -65,6 +65,9 @@ func newRenderer(fsys fs.FS, src Source, opts RenderOptions) (*renderer, error) 
 			}
 		}
 	}
+	for _, c := range opts.Credentials {
+		sensitive.Add(c)
+	}
 	for _, name := range opts.SecretVars {
 		if v, ok := opts.Vars[name]; ok {
 			sensitive.Add(v)

@@ -40,6 +40,8 @@ func TestSensitiveValues(t *testing.T) {
 		{"data of a Secret in Git", map[string]string{"s.yaml": plainSecret}, RenderOptions{},
 			[]string{"secret-data-value-1", "string-data-value-1"}, nil},
 		{"nothing secret", map[string]string{"cm.yaml": plain}, RenderOptions{}, nil, []string{"plain-value-not-secret"}},
+		{"credentials of the source", map[string]string{"cm.yaml": plain}, RenderOptions{Credentials: []string{"git-password-1", "-----BEGIN KEY-----\nbase64-key-line-1\n-----END KEY-----"}},
+			[]string{"git-password-1", "-----BEGIN KEY-----\nbase64-key-line-1\n-----END KEY-----"}, []string{"plain-value-not-secret"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

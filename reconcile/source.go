@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,23 @@ func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNam
 	if req.Render, err = RenderOptions(ctx, c, g, defaultNamespace); err != nil {
 		return req, &RenderSettingsError{Err: err}
 	}
+	req.Render.Credentials = credentialValues(req)
 	return req, nil
+}
+
+// credentialValues are the secret parts of a request's credentials, which
+// the render marks sensitive so that they never leave in clear (user names
+// and access key IDs are not secret).
+func credentialValues(req gitstore.Request) []string {
+	var out []string
+	if a := req.Auth; a != nil {
+		out = append(out, a.Password, a.BearerToken, string(a.SSHKey), a.SSHKeyPassphrase)
+	}
+	if req.Artifact != nil && req.Artifact.Credentials != nil {
+		c := req.Artifact.Credentials
+		out = append(out, c.Password, c.BearerToken, string(c.DockerConfig), c.SecretKey, c.SessionToken)
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
 // SourceURL is the URL of a Guard's source, as its objects and audit
