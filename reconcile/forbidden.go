@@ -32,6 +32,6 @@ func explainForbidden(err error, gvk schema.GroupVersionKind) error {
 	if groupName == "" {
 		groupName = `"" (core)`
 	}
-	return fmt.Errorf("RBAC forbids the guard to manage kind %s (resource %s, API group %s): grant it in the chart's rbac.managedResources: %w",
+	return fmt.Errorf("RBAC forbids the guard to manage kind %s (resource %s, API group %s): grant it in the chart's rbac.managedResources, or (with rbac.clusterWide=false) give the Guard a service account that may (spec.serviceAccountName, --default-service-account): %w",
 		gvk.Kind, resource, groupName, err)
 }

@@ -20,7 +20,7 @@ func TestExplainForbidden(t *testing.T) {
 		same bool
 	}{
 		{name: "forbidden names kind, resource, verb and the value to change", err: forbidden,
-			want: []string{"kind Secret", "resource secrets", `API group "" (core)`, "rbac.managedResources", "cannot patch"}},
+			want: []string{"kind Secret", "resource secrets", `API group "" (core)`, "rbac.managedResources", "spec.serviceAccountName", "cannot patch"}},
 		{name: "other errors unchanged", err: apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "creds"), same: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
