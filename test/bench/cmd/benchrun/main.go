@@ -40,6 +40,8 @@ var groups = []group{
 	{"webhook and git", "^(BenchmarkWebhookHandler|BenchmarkWebhookHTTPS|BenchmarkGitNoopFetch|BenchmarkSourceNoOp)$", 5 * time.Minute},
 	// A control plane of its own: 100, 1,000, 10,000 objects.
 	{"scale", "^BenchmarkScale$", 20 * time.Minute},
+	// A control plane of its own: --admission-mode=both.
+	{"compiled admission", "^BenchmarkCompiledAdmission$", 10 * time.Minute},
 }
 
 // unit are the packages whose Go benchmarks run with -benchmem.
