@@ -373,4 +373,3 @@ func logWriterFor(dir string) *os.File {
 	}
 	return f
 }
-
