@@ -453,6 +453,12 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 					t.Errorf("%s %s not in the cluster after install: %v %s", o.GetKind(), o.GetName(), err, out)
 				}
 			}
+			// The API server took the NetworkPolicy (on by default) as
+			// rendered: both directions, the metadata services blocked.
+			if out, err := kubectl("get", "networkpolicy", release, "-n", ns, "-o", "jsonpath={.spec.policyTypes} {.spec.egress[1].to[*].ipBlock.except}"); err != nil ||
+				!strings.Contains(out, "Egress") || !strings.Contains(out, "169.254.0.0/16") || !strings.Contains(out, "fd00:ec2::254/128") {
+				t.Errorf("NetworkPolicy as stored: %q %v", out, err)
+			}
 			// An upgrade keeps the certificates the guard put in its Secret.
 			secret := release + "-webhook-tls"
 			if out, err := kubectl("patch", "secret", secret, "-n", ns, "-p", `{"data":{"ca.crt":"Q0E="}}`); err != nil {
