@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/format"
 
 	"github.com/spf13/cobra"
 
+	"github.com/driftguard/driftguard/compiled"
 	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/policy"
 )
@@ -105,10 +108,47 @@ func newPolicyCheckCommand() *cobra.Command {
 			if err := e.LoadDir(args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ok: policy revision %s\n", e.Revision())
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "ok: policy revision %s\n", e.Revision())
+			modules, err := regoFiles(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "\nin the API server (--admission-mode=both):")
+			if !policy.IsDefault(modules) {
+				fmt.Fprintln(out, "  not compiled: a custom policy is decided by the webhook alone (the compiled policies are removed)")
+				return nil
+			}
+			for _, r := range compiled.DefaultRules() {
+				where := "webhook  "
+				if r.Compiled {
+					where = "compiled "
+				}
+				fmt.Fprintf(out, "  %s %-18s %s\n", where, r.Rule, r.How)
+			}
 			return nil
 		},
 	}
+}
+
+// regoFiles reads the policy files of dir (tests aside), as the guard loads them.
+func regoFiles(dir string) (map[string]string, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.rego"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.rego") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		out[filepath.Base(p)] = string(b)
+	}
+	return out, nil
 }
 
 func newPolicyFmtCommand() *cobra.Command {

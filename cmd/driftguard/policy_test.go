@@ -45,6 +45,9 @@ func TestPolicyCommands(t *testing.T) {
 		code    int
 	}{
 		{"check default", []string{"policy", "check", "../../policy/default"}, "ok: policy revision", "", 0},
+		{"check default: rule by rule in the API server", []string{"policy", "check", "../../policy/default"}, "compiled  managed-by-git", "", 0},
+		{"check default: restores-git is the webhook's", []string{"policy", "check", "../../policy/default"}, "webhook   restores-git", "", 0},
+		{"check custom: not compiled", []string{"policy", "check", "../../examples/policies/sre-scaling"}, "not compiled: a custom policy", "", 0},
 		{"check broken", []string{"policy", "check", bad}, "", "x.rego:4", 0},
 		{"test default", []string{"policy", "test", "../../policy/default"}, "PASS", "", 0},
 		{"eval default denies", []string{"policy", "eval", "--input", input}, `"action": "deny"`, "", 0},

@@ -1,0 +1,25 @@
+package compiled
+
+// RuleReport says how one rule of the default policy is enforced with
+// --admission-mode=both (driftguard policy check prints it).
+type RuleReport struct {
+	Rule string
+	// Compiled: the API server decides it by itself, also while the guard
+	// is down; otherwise only the webhook (or self-heal) does.
+	Compiled bool
+	How      string
+}
+
+// DefaultRules reports the default policy (policy/default/decision.rego),
+// rule by rule; docs/policy.md says the same at length.
+func DefaultRules() []RuleReport {
+	return []RuleReport{
+		{"guard-identity", true, "match condition: the guard's identities and its namespace's service accounts are never matched"},
+		{"system-controller", true, "match condition: control-plane identities update and scale; only the namespace controller and the controller manager delete"},
+		{"break-glass", true, "a member of --break-glass-groups with a non-empty driftguard.io/break-glass annotation is admitted; the guard reverts after breakGlassTTL once it is up"},
+		{"restores-git", false, "the compiled layer holds no Git values: an update writing Git's values back onto an object that differs from Git is denied (only a break-glass change can make it differ while the guard is down)"},
+		{"self-heal", false, "after the fact (drift), not an admission: the guard's drift watcher"},
+		{"orphan", false, "a CREATE: the webhook warns while the guard is up"},
+		{"managed-by-git", true, "deny (or warn, by enforcement) an update, delete or scale of an indexed object that changes anything its ignore rules do not hide; updates by users of managedFieldsManagers rules, and objects whose ignore rules point into a list, are the webhook's"},
+	}
+}
