@@ -40,8 +40,14 @@ type compiledLayer struct {
 	cache  cache.Cache
 	mode   string
 	custom atomic.Bool
-	log    logr.Logger
+	// inForce: the last sync wrote the policies (mode both, default policy).
+	inForce atomic.Bool
+	log     logr.Logger
 }
+
+// StampsInForce reports whether the API server stamps every update of a
+// managed object (the compiled MutatingAdmissionPolicy is in force).
+func (l *compiledLayer) StampsInForce() bool { return l.inForce.Load() }
 
 func newCompiledLayer(o Options, self string, c client.Client, reader client.Reader, mapper meta.RESTMapper, ch cache.Cache, store *gitstore.Store, settings *guardSettings, log logr.Logger) *compiledLayer {
 	excluded := o.ExcludeNamespaces
@@ -73,6 +79,8 @@ func newCompiledLayer(o Options, self string, c client.Client, reader client.Rea
 				Name: vwc.Name, UID: vwc.UID, BlockOwnerDeletion: ptr.To(false)}, nil
 		}
 	}
+	opts.Synced = func(compiled.Index) { l.inForce.Store(true) }
+	opts.Removed = func() { l.inForce.Store(false) }
 	l.keeper = compiled.NewKeeper(opts)
 	store.Subscribe(l.keeper.Changed)
 	return l

@@ -224,6 +224,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	if err := mgr.Add(layer); err != nil {
 		return err
 	}
+	watcher.APIServerStamps = layer.StampsInForce
 	// Custom health rules (data.driftguard.health) live in the policy files.
 	engine.OnLoad(func(modules map[string]string) {
 		layer.PolicyLoaded(modules)

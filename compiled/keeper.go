@@ -62,7 +62,9 @@ type KeeperOptions struct {
 	Resync time.Duration
 	// Synced, when set, is called after each successful sync.
 	Synced func(Index)
-	Log    logr.Logger
+	// Removed, when set, is called after Remove removed everything.
+	Removed func()
+	Log     logr.Logger
 }
 
 type writtenObject struct {
@@ -92,12 +94,25 @@ func (k *Keeper) Run(ctx context.Context, enabled func() bool) error {
 	tick := time.NewTicker(k.Resync)
 	defer tick.Stop()
 	full := true
+	removed := false // removed since last enabled: nothing to do, no API call
 	for {
-		sync := k.Sync
-		if !enabled() {
-			sync = func(ctx context.Context, _ bool) error { return k.Remove(ctx) }
+		var err error
+		switch on := enabled(); {
+		case on:
+			removed = false
+			err = k.Sync(ctx, full)
+			if err != nil && k.Removed != nil {
+				k.Removed() // in force or not: not known
+			}
+		case !removed:
+			err = k.Remove(ctx)
+			// A guard without the rights of mode both (the chart's RBAC
+			// grants them with it) has none of these objects to remove.
+			if err == nil || apierrors.IsForbidden(err) {
+				removed, err = true, nil
+			}
 		}
-		if err := sync(ctx, full); err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil {
 			k.Log.Error(err, "compiled admission policies not in force; retrying")
 			select {
 			case <-ctx.Done():
@@ -147,6 +162,10 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 	}
 	for _, b := range bindings {
 		order = append(order, b)
+	}
+	if len(cfg.Resources) > 0 {
+		mp, mb := cfg.StampPolicy()
+		order = append(order, mp, mb)
 	}
 	for _, ns := range slices.Sorted(maps.Keys(ix.Namespaces)) {
 		if ns != "" && slices.Contains(cfg.ExcludeNamespaces, ns) {
@@ -243,13 +262,21 @@ func (k *Keeper) Remove(ctx context.Context) error {
 		}
 	}
 	k.written = map[string]writtenObject{}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if k.Removed != nil {
+		k.Removed()
+	}
+	return nil
 }
 
 var (
 	policyGVK  = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")
 	bindingGVK = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
 	cmGVK      = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	mapGVK     = admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy")
+	mapbGVK    = admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding")
 )
 
 // live lists the generated objects by their labels.
@@ -260,6 +287,8 @@ func (k *Keeper) live(ctx context.Context) (map[string]*metav1.PartialObjectMeta
 		sel client.MatchingLabels
 	}{
 		{policyGVK, client.MatchingLabels{CompiledLabel: k.Config.Name}},
+		{mapGVK, client.MatchingLabels{CompiledLabel: k.Config.Name}},
+		{mapbGVK, client.MatchingLabels{CompiledLabel: k.Config.Name}},
 		{bindingGVK, client.MatchingLabels{CompiledLabel: k.Config.Name}},
 		{cmGVK, client.MatchingLabels{IndexLabel: k.Config.Name}},
 	} {
@@ -317,6 +346,10 @@ func gvkOf(o client.Object) schema.GroupVersionKind {
 		return bindingGVK
 	case *corev1.ConfigMap:
 		return cmGVK
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		return mapGVK
+	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+		return mapbGVK
 	}
 	return o.GetObjectKind().GroupVersionKind()
 }

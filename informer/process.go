@@ -273,12 +273,20 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key gitstore.Object
 			who.manager, newest = manager, t
 		}
 	}
-	if w.Stamps == nil {
-		return who
+	if w.Stamps != nil {
+		c, ok := w.Stamps.Verify(live.GetAnnotations()[v1alpha1.ChangedByAnnotation], key.String())
+		if ok && !c.Time.Before(newest.Add(-stampSlack)) {
+			who.user, who.groups, who.at, who.verified = c.User, c.Groups, c.Time, true
+			return who
+		}
 	}
-	c, ok := w.Stamps.Verify(live.GetAnnotations()[v1alpha1.ChangedByAnnotation], key.String())
-	if ok && !c.Time.Before(newest.Add(-stampSlack)) {
-		who.user, who.groups, who.at, who.verified = c.User, c.Groups, c.Time, true
+	// While the compiled stamp policy is in force the API server writes the
+	// last writer's name on every update, whoever they are: a change made
+	// while the guard was down is attributed when it is back.
+	if w.APIServerStamps != nil && w.APIServerStamps() {
+		if u := live.GetAnnotations()[v1alpha1.APIServerChangedByAnnotation]; u != "" {
+			who.user, who.verified = u, true
+		}
 	}
 	return who
 }

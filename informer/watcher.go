@@ -77,6 +77,11 @@ type Watcher struct {
 	// drift whose stamp does not verify (or without Stamps) is attributed
 	// to "unknown".
 	Stamps *stamp.Signer
+	// APIServerStamps reports whether the API server's own stamp
+	// (v1alpha1.APIServerChangedByAnnotation, written by the compiled
+	// MutatingAdmissionPolicy on every update) is in force, and so names the
+	// last writer; nil: never.
+	APIServerStamps func() bool
 	// Changed, when set, is told of each guard whose set of drifted objects changed.
 	Changed func(guard string)
 	// HealthChanged, when set, is told of each guard one of whose objects

@@ -10,6 +10,12 @@ const (
 	// ChangedByAnnotation is stamped by the mutating webhook on an admitted
 	// manual change, so the drift that follows names a person.
 	ChangedByAnnotation = "driftguard.io/changed-by"
+	// APIServerChangedByAnnotation is written by the API server itself
+	// (the compiled MutatingAdmissionPolicy, --admission-mode=both) on every
+	// update of a managed object: the user name of the last writer but the
+	// guard. It carries no signature; the guard trusts it only while that
+	// policy is in force.
+	APIServerChangedByAnnotation = "driftguard.io/changed-by-apiserver"
 	// BreakGlassAnnotation carries the reason of a break-glass change.
 	BreakGlassAnnotation = "driftguard.io/break-glass"
 	// EnforcementAnnotation, set in Git on an object, overrides its Guard's

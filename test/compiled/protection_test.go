@@ -204,6 +204,11 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	if err := sam.Update(ctx, &cm); err != nil {
 		t.Fatalf("break-glass with a reason: %v", err)
 	}
+	// The API server itself stamped who made it, for the guard to read
+	// when it is back.
+	if err := admin.Get(ctx, key, &cm); err != nil || cm.Annotations[v1alpha1.APIServerChangedByAnnotation] != "sam" {
+		t.Fatalf("the API server's stamp: %v %v", cm.Annotations, err)
+	}
 	// The index binds alice; she cannot change it.
 	index := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhookName + "-index"}}
 	if err := alice.Delete(ctx, index); err == nil || !strings.Contains(err.Error(), "only the guard writes it") {

@@ -1,0 +1,55 @@
+package compiled
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/reconcile"
+)
+
+// StampPolicy is the MutatingAdmissionPolicy that writes, on every update
+// of a managed object but the guard's, who made it
+// (v1alpha1.APIServerChangedByAnnotation, from request.userInfo, which no
+// writer chooses): while it is in force the annotation always names the
+// last writer, so a change admitted while the guard was down (break-glass,
+// a controller) is attributed when the guard is back. It never fails a
+// write.
+func (c Config) StampPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	name := c.Name + "-stamp"
+	var rules []admissionregistrationv1.NamedRuleWithOperations
+	for _, cluster := range []bool{false, true} {
+		for _, r := range c.rules(policyKind{cluster: cluster}) {
+			r.Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+			rules = append(rules, r)
+		}
+	}
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules:  rules,
+				MatchPolicy:    ptr.To(admissionregistrationv1.Equivalent),
+				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: reconcile.GuardLabel, Operator: metav1.LabelSelectorOpExists}}},
+			},
+			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore),
+			MatchConditions:    []admissionregistrationv1.MatchCondition{c.notTheGuard()},
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+			Mutations: []admissionregistrationv1.Mutation{{
+				PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{
+					Expression: `Object{metadata: Object.metadata{annotations: {` + lit(v1alpha1.APIServerChangedByAnnotation) + `: request.userInfo.username}}}`,
+				},
+			}},
+		},
+	}
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName:     name,
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: c.namespaceSelector()},
+		},
+	}
+	return p, b
+}
