@@ -54,7 +54,9 @@ func TestFailedRevision(t *testing.T) {
 		{"within the backoff", guard(nil), now.Add(time.Minute)}, // 2 failures: 2 × 1m after the last
 		{"no record", guard(func(g *v1alpha1.Guard) { g.Status.RenderFailure = nil }), time.Time{}},
 		{"the spec changed", guard(func(g *v1alpha1.Guard) { g.Generation = 4 }), time.Time{}},
-		{"the backoff passed", guard(func(g *v1alpha1.Guard) { g.Status.RenderFailure.LastFailure = metav1.NewTime(now.Add(-2 * time.Minute)) }), time.Time{}},
+		{"the backoff passed", guard(func(g *v1alpha1.Guard) {
+			g.Status.RenderFailure.LastFailure = metav1.NewTime(now.Add(-2 * time.Minute))
+		}), time.Time{}},
 		{"a sync requested", guard(func(g *v1alpha1.Guard) { g.Annotations = map[string]string{v1alpha1.SyncRequestedAnnotation: "2"} }), time.Time{}},
 		{"a sync request already handled", guard(func(g *v1alpha1.Guard) {
 			g.Annotations = map[string]string{v1alpha1.SyncRequestedAnnotation: "2"}
