@@ -63,7 +63,15 @@ func TestBuildIndex(t *testing.T) {
 		Key("apps", "deployments", "scaled"): "deny|" + scaledShape.ID() + "|shop|apps/scaled.yaml:1",
 		"guard.shop":                         "9f2c1e0aa|https://user:xxxxx@git.example/infra.git",
 	} {
-		if got := shop[key]; got != want && !(key == "guard.shop" && strings.HasPrefix(got, "9f2c1e0aa|") && !strings.Contains(got, "token")) {
+		got := shop[key]
+		if key == "guard.shop" {
+			// The URL without its credentials, however redact writes it.
+			if !strings.HasPrefix(got, "9f2c1e0aa|https://") || strings.Contains(got, "token") {
+				t.Errorf("%s = %q", key, got)
+			}
+			continue
+		}
+		if got != want {
 			t.Errorf("%s = %q, want %q", key, got, want)
 		}
 	}

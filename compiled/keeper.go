@@ -316,7 +316,7 @@ func (k *Keeper) apply(ctx context.Context, o client.Object) (int64, error) {
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "status")
 	u.SetGroupVersionKind(gvkOf(o))
-	if err := k.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := k.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		if apierrors.IsNotFound(err) && o.GetNamespace() != "" {
 			return 0, nil // the namespace went away: nothing left to protect there
 		}

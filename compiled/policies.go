@@ -163,7 +163,7 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 		{Name: "deferred", Expression: byShape(c.Shapes, deferred)},
 	}
 	allowed := `variables.mode != "` + k.mode + `" || variables.deferred || request.operation == "UPDATE" && variables.unchanged`
-	changed := `""`
+	var changed string
 	if k.scale {
 		vars = append(vars, admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr})
 		changed = `" (scale " + string(oldObject.?spec.?replicas.orValue(0)) + " to " + string(object.?spec.?replicas.orValue(0)) + ")"`

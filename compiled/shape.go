@@ -99,17 +99,6 @@ func (t *trie) keys() []string {
 	return out
 }
 
-// endKeys are the children hidden whole.
-func (t *trie) endKeys() []string {
-	var out []string
-	for _, k := range t.keys() {
-		if t.children[k].end {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 // lit is a CEL string literal.
 func lit(s string) string { return strconv.Quote(s) }
 

@@ -181,7 +181,7 @@ func TestParity(t *testing.T) {
 
 	// The webhook alone: the guard in mode webhook removes the compiled
 	// policies.
-	p = startGuardMode(t, dir, "webhook")
+	startGuardMode(t, dir, "webhook")
 	harness.Eventually(t, 60*time.Second, "the compiled policies are removed", func() error {
 		l, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{LabelSelector: "driftguard.io/compiled=" + webhookName})
 		if err != nil || len(l.Items) > 0 {
