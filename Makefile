@@ -42,7 +42,7 @@ fuzz-short: ## Every fuzz target for 2000 mutated inputs (part of make test; doc
 
 FUZZTIME ?= 90s
 fuzz: ## Every fuzz target for FUZZTIME (90s) on one worker each; figures per target (FUZZREPORT=file for a table)
-	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZPARALLEL=$(or $(FUZZPARALLEL),1) FUZZMINIMIZE=$(or $(FUZZMINIMIZE),10s) tools/fuzz.sh
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZPARALLEL=$(or $(FUZZPARALLEL),1) tools/fuzz.sh
 
 bench: test-tools ## Every benchmark against its target on a real API server and Git server (under 15 minutes): one `bench:` line per figure, bench/results.json (docs/performance.md)
 	$(GO) run ./test/bench/cmd/benchrun
