@@ -96,3 +96,34 @@ func TestBuildIndex(t *testing.T) {
 		t.Errorf("resourceOf: %+v", r)
 	}
 }
+
+// A Guard whose snapshot, enforcement and rules did not change keeps its
+// part of the index; a change of any rebuilds it.
+func TestBuilderKeepsParts(t *testing.T) {
+	snap := func(rev string) *gitstore.Snapshot {
+		s, err := gitstore.NewSnapshot("https://git.example/a.git", rev, []*gitstore.Object{obj("v1", "ConfigMap", "shop", "a", "", "a.yaml", 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	b := NewBuilder()
+	s1 := snap("rev1")
+	first := b.Build([]Guard{{Name: "g", Snapshot: s1}}, mapper())
+	part := b.parts["g"]
+	again := b.Build([]Guard{{Name: "g", Snapshot: s1}}, mapper())
+	if b.parts["g"] != part || again.Namespaces["shop"]["guard.g"] != first.Namespaces["shop"]["guard.g"] {
+		t.Fatal("an unchanged Guard was rebuilt")
+	}
+	warn := b.Build([]Guard{{Name: "g", Snapshot: s1, Enforcement: "warn"}}, mapper())
+	if got := warn.Namespaces["shop"][Key("", "configmaps", "a")]; !strings.HasPrefix(got, "warn|") {
+		t.Fatalf("enforcement change: %q", got)
+	}
+	next := b.Build([]Guard{{Name: "g", Snapshot: snap("rev2")}}, mapper())
+	if !strings.HasPrefix(next.Namespaces["shop"]["guard.g"], "rev2|") {
+		t.Fatalf("new revision: %q", next.Namespaces["shop"]["guard.g"])
+	}
+	if gone := b.Build(nil, mapper()); len(gone.Namespaces) != 0 || len(b.parts) != 0 {
+		t.Fatalf("a deleted Guard stays: %v", gone.Namespaces)
+	}
+}

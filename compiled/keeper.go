@@ -41,6 +41,7 @@ type Keeper struct {
 	kick    chan struct{}
 	mu      sync.Mutex
 	written map[string]writtenObject // by kind/namespace/name
+	builder *Builder
 }
 
 // KeeperOptions are what a Keeper works with.
@@ -77,7 +78,7 @@ func NewKeeper(o KeeperOptions) *Keeper {
 	if o.Resync <= 0 {
 		o.Resync = 10 * time.Second
 	}
-	return &Keeper{KeeperOptions: o, kick: make(chan struct{}, 1), written: map[string]writtenObject{}}
+	return &Keeper{KeeperOptions: o, kick: make(chan struct{}, 1), written: map[string]writtenObject{}, builder: NewBuilder()}
 }
 
 // Changed asks for a sync; it never blocks.
@@ -142,7 +143,7 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 	if err != nil {
 		return err
 	}
-	ix := BuildIndex(guards, k.Mapper)
+	ix := k.builder.Build(guards, k.Mapper)
 	if err := k.keepPending(ctx, guards, &ix); err != nil {
 		return err
 	}
