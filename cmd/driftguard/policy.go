@@ -30,20 +30,24 @@ func newPolicyCommand() *cobra.Command {
 
 func newPolicyEvalCommand() *cobra.Command {
 	var dir, input string
+	var cfg policy.Config
 	cmd := &cobra.Command{
-		Use:   "eval --input FILE [--policy DIR]",
+		Use:   "eval --input FILE [--policy DIR] [--guard-users U,...] [--break-glass-groups G,...]",
 		Short: "Print the decision a policy makes for one input (JSON or YAML), enforcement applied",
 		Long: `eval decides one input as the guard does (package decision): the object's
 driftguard.io/enforcement annotation in input.desired and the Guard's mode in
 input.guardSpec.enforcement are applied to the policy's decision; the output
 has the policy's own action in policyAction when they changed it, and
-"temporary": true when the change is kept only for the Guard's breakGlassTTL.`,
+"temporary": true when the change is kept only for the Guard's breakGlassTTL.
+--guard-users and --break-glass-groups are the guard's configuration, as
+the flags of driftguard run of the same names give it, so a break-glass or
+guard-identity decision can be tried.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if input == "" {
 				return fmt.Errorf("--input is required")
 			}
-			r, err := evalFile(cmd.Context(), dir, input)
+			r, err := evalFile(cmd.Context(), dir, input, cfg)
 			if err != nil {
 				return err
 			}
@@ -54,17 +58,20 @@ has the policy's own action in policyAction when they changed it, and
 	}
 	cmd.Flags().StringVar(&dir, "policy", "", "folder of Rego files (default: the built-in policy)")
 	cmd.Flags().StringVar(&input, "input", "", "input document, shaped as in docs/policy.md")
+	cmd.Flags().StringSliceVar(&cfg.GuardUsers, "guard-users", nil, "the guard's identities (data.driftguard.config.guardUsers), as driftguard run --guard-users plus its own")
+	cmd.Flags().StringSliceVar(&cfg.BreakGlassGroups, "break-glass-groups", nil, "groups that may break glass (data.driftguard.config.breakGlassGroups), as driftguard run --break-glass-groups")
 	return cmd
 }
 
 // evalFile decides the input in inputFile with the policy in dir (the
-// built-in one when empty) and no config, as the guard decides.
-func evalFile(ctx context.Context, dir, inputFile string) (decision.Result, error) {
+// built-in one when empty) and the guard's configuration cfg, as the guard
+// decides.
+func evalFile(ctx context.Context, dir, inputFile string, cfg policy.Config) (decision.Result, error) {
 	in, err := policy.ReadInput(inputFile)
 	if err != nil {
 		return decision.Result{}, err
 	}
-	e := policy.NewEngine(policy.Config{}, logr.Discard())
+	e := policy.NewEngine(cfg, logr.Discard())
 	if dir != "" {
 		if err := e.LoadDir(dir); err != nil {
 			return decision.Result{}, err

@@ -37,6 +37,10 @@ func TestPolicyCommands(t *testing.T) {
 	if err := os.WriteFile(input, []byte(`{"operation":"UPDATE","user":{"username":"alice"},"resource":{"kind":"Deployment","name":"web"},"drift":[{"path":"/spec/replicas","desired":3,"live":5}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	breakGlass := filepath.Join(dir, "break-glass.json")
+	if err := os.WriteFile(breakGlass, []byte(`{"operation":"UPDATE","user":{"username":"sam","groups":["sre"]},"annotations":{"driftguard.io/break-glass":"INC-9"},"resource":{"kind":"Deployment","name":"web"},"drift":[{"path":"/spec/replicas","desired":3,"live":5}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		args    []string
@@ -51,6 +55,9 @@ func TestPolicyCommands(t *testing.T) {
 		{"check broken", []string{"policy", "check", bad}, "", "x.rego:4", 0},
 		{"test default", []string{"policy", "test", "../../policy/default"}, "PASS", "", 0},
 		{"eval default denies", []string{"policy", "eval", "--input", input}, `"action": "deny"`, "", 0},
+		{"eval break-glass without the guard's groups: denied", []string{"policy", "eval", "--input", breakGlass}, `"action": "deny"`, "", 0},
+		{"eval break-glass with --break-glass-groups", []string{"policy", "eval", "--input", breakGlass, "--break-glass-groups", "sre"}, `"rule": "break-glass"`, "", 0},
+		{"eval the guard's identity with --guard-users", []string{"policy", "eval", "--input", input, "--guard-users", "alice"}, `"rule": "guard-identity"`, "", 0},
 		{"fmt lists unformatted", []string{"policy", "fmt", ugly}, "ugly.rego", "", 1},
 	}
 	for _, tt := range tests {
