@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"os"
 	"slices"
 	"strings"
@@ -170,4 +171,38 @@ func ReadInput(file string) (Input, error) {
 		return Input{}, fmt.Errorf("read input %s: %w", file, err)
 	}
 	return in, nil
+}
+
+// Bundles returns the policies below dir that are tested on their own: dir
+// itself when it holds Rego files, otherwise every folder below it that
+// does (a folder of alternative policies, each a package driftguard of its
+// own, which loaded together would conflict). Hidden folders are skipped.
+func Bundles(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), ".rego") {
+			return nil
+		}
+		folder := filepath.Dir(path)
+		if len(out) == 0 || out[len(out)-1] != folder {
+			out = append(out, folder)
+		}
+		if folder == dir {
+			return filepath.SkipAll // a policy of its own: test it whole
+		}
+		return filepath.SkipDir // the rest of this folder is the same bundle
+	})
+	if err != nil {
+		return nil, fmt.Errorf("policy test: %w", err)
+	}
+	if slices.Contains(out, dir) {
+		return []string{dir}, nil
+	}
+	return out, nil
 }

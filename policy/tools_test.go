@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,5 +198,28 @@ func TestExamplePolicies(t *testing.T) {
 				t.Fatalf("Decide: %v", err)
 			}
 		})
+	}
+}
+
+func TestBundles(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a/p.rego", "a/p_test.rego", "b/nested/q.rego", ".hidden/r.rego", "c/readme.md"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("package driftguard\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Bundles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b/nested")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("bundles %v, want %v", got, want)
+	}
+	if got, _ := Bundles(filepath.Join(dir, "a")); !slices.Equal(got, []string{filepath.Join(dir, "a")}) {
+		t.Fatalf("a policy folder is one bundle: %v", got)
 	}
 }

@@ -88,12 +88,26 @@ func newPolicyTestCommand() *cobra.Command {
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "test DIR",
-		Short: "Run the Rego unit tests (rules named test_*) in DIR",
+		Short: "Run the Rego unit tests (rules named test_*) in DIR; a folder of policies, each folder on its own",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, failed, err := policy.Test(cmd.Context(), args[0], cmd.OutOrStdout(), verbose)
+			bundles, err := policy.Bundles(args[0])
 			if err != nil {
 				return err
+			}
+			if len(bundles) == 0 {
+				return fmt.Errorf("policy test: no Rego files below %s", args[0])
+			}
+			failed := 0
+			for _, b := range bundles {
+				if len(bundles) > 1 {
+					fmt.Fprintf(cmd.OutOrStdout(), "== %s\n", b)
+				}
+				_, f, err := policy.Test(cmd.Context(), b, cmd.OutOrStdout(), verbose)
+				if err != nil {
+					return err
+				}
+				failed += f
 			}
 			if failed > 0 {
 				return exitCode(1)

@@ -54,6 +54,7 @@ func TestPolicyCommands(t *testing.T) {
 		{"check custom: not compiled", []string{"policy", "check", "../../examples/policies/sre-scaling"}, "not compiled: a custom policy", "", 0},
 		{"check broken", []string{"policy", "check", bad}, "", "x.rego:4", 0},
 		{"test default", []string{"policy", "test", "../../policy/default"}, "PASS", "", 0},
+		{"test a folder of alternative policies: each on its own", []string{"policy", "test", "../../examples/policies"}, "== ../../examples/policies/sre-scaling", "", 0},
 		{"eval default denies", []string{"policy", "eval", "--input", input}, `"action": "deny"`, "", 0},
 		{"eval break-glass without the guard's groups: denied", []string{"policy", "eval", "--input", breakGlass}, `"action": "deny"`, "", 0},
 		{"eval break-glass with --break-glass-groups", []string{"policy", "eval", "--input", breakGlass, "--break-glass-groups", "sre"}, `"rule": "break-glass"`, "", 0},
