@@ -111,6 +111,10 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		readTimeout = DefaultReadTimeout
 	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readTimeout)) // not every ResponseWriter supports it
+	if r.ContentLength > MaxPushBody { // refused unread
+		http.Error(w, fmt.Sprintf("push payload larger than %d bytes", MaxPushBody), http.StatusRequestEntityTooLarge)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPushBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
