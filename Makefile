@@ -37,8 +37,8 @@ test-unit: ## Unit tests only (no control plane)
 test-e2e: test-tools ## End-to-end suites only
 	CI=true $(GO) test -count=1 -timeout 30m ./test/...
 
-fuzz-short: ## Every fuzz target for 2000 mutated inputs (part of make test; docs/security.md, Fuzzing)
-	GO=$(GO) FUZZTIME=2000x tools/fuzz.sh
+fuzz-short: ## Every fuzz target for 500 mutated inputs (part of make test; docs/security.md, Fuzzing)
+	GO=$(GO) FUZZTIME=500x tools/fuzz.sh
 
 FUZZTIME ?= 90s
 fuzz: ## Every fuzz target for FUZZTIME (90s) on one worker each; figures per target (FUZZREPORT=file for a table)

@@ -2,11 +2,11 @@
 # Run every fuzz target of the module, one after the other (go test runs
 # one fuzz target per invocation).
 #
-#   tools/fuzz.sh                 # each target for FUZZTIME (default 2000x)
+#   tools/fuzz.sh                 # each target for FUZZTIME (default 500x)
 #   FUZZTIME=90s FUZZPARALLEL=1 FUZZREPORT=fuzz.tsv tools/fuzz.sh
 #   tools/fuzz.sh ./sources/ ./gitstore/   # only these packages
 #
-# FUZZTIME       -fuzztime of each target: a count of inputs (2000x) or a
+# FUZZTIME       -fuzztime of each target: a count of inputs (500x) or a
 #                duration (90s). Seed inputs and testdata/fuzz are run
 #                first and are not counted.
 # FUZZTARGETS    a regular expression of the targets to run (default: all).
@@ -30,7 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
-FUZZTIME=${FUZZTIME:-2000x}
+FUZZTIME=${FUZZTIME:-500x}
 FUZZMINIMIZE=${FUZZMINIMIZE:-100x}
 FUZZPARALLEL=${FUZZPARALLEL:-}
 work=$(mktemp -d)
