@@ -174,9 +174,15 @@ func TestParity(t *testing.T) {
 		}
 		return out
 	}
-	// Give the API server's webhook client a moment to see the guard gone;
-	// a request in between fails open to the same compiled answer.
-	time.Sleep(time.Second)
+	// The API server enforces a new binding once its parameter informer
+	// has synced.
+	aliceC, warnC := impersonate(t, writers[0])
+	harness.Eventually(t, 60*time.Second, "the API server enforces the compiled policies", func() error {
+		if a := ask(ctx, aliceC, warnC, ns, "c-deny", edits[1]); !a.denied || !strings.Contains(a.text, "ValidatingAdmissionPolicy") {
+			return fmt.Errorf("alice's change: %s %s", a, a.text)
+		}
+		return nil
+	})
 	compiledAnswers := run()
 
 	// The webhook alone: the guard in mode webhook removes the compiled
