@@ -111,7 +111,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		readTimeout = DefaultReadTimeout
 	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readTimeout)) // not every ResponseWriter supports it
-	if r.ContentLength > MaxPushBody { // refused unread
+	// A declared length over the bound is refused unread.
+	if r.ContentLength > MaxPushBody {
 		http.Error(w, fmt.Sprintf("push payload larger than %d bytes", MaxPushBody), http.StatusRequestEntityTooLarge)
 		return
 	}
