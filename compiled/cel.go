@@ -2,13 +2,12 @@ package compiled
 
 import (
 	"fmt"
+	"slices"
 	"strings"
-)
 
-const (
-	lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-	guardPrefix = "driftguard.io/"
-	breakGlass  = "driftguard.io/break-glass"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/driftguard/driftguard/drift"
 )
 
 // topLevel are the fields no comparison looks at: status belongs to
@@ -25,7 +24,7 @@ func unchanged(s Shape) string {
 	var parts []string
 	skip := append([]string{}, topLevel...)
 	for _, k := range t.keys() {
-		if !contains(topLevel, k) {
+		if !slices.Contains(topLevel, k) {
 			skip = append(skip, k)
 		}
 	}
@@ -34,7 +33,7 @@ func unchanged(s Shape) string {
 		fmt.Sprintf("oldObject.all(k, k in %s || k in object)", list(skip)))
 	for _, k := range t.keys() {
 		c := t.children[k]
-		if contains(topLevel, k) || c.end {
+		if slices.Contains(topLevel, k) || c.end {
 			continue
 		}
 		parts = append(parts, present(lit(k), "object", "oldObject", eq("object["+lit(k)+"]", "oldObject["+lit(k)+"]", c)))
@@ -86,7 +85,7 @@ func metadataUnchanged(md *trie) []string {
 		}
 	}
 	if a := md.child("annotations"); a == nil || !a.end {
-		cond := fmt.Sprintf("k.startsWith(%s) || k == %s", lit(guardPrefix), lit(lastApplied))
+		cond := fmt.Sprintf("k.startsWith(%s) || k == %s", lit(drift.OwnAnnotationPrefix), lit(corev1.LastAppliedConfigAnnotation))
 		if hidden := a.keys(); len(hidden) > 0 {
 			cond += " || k in " + list(hidden)
 		}
@@ -137,13 +136,4 @@ func deferred(s Shape) string {
 		return "false"
 	}
 	return `request.operation == "UPDATE" && request.userInfo.username in ` + list(s.Defer)
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

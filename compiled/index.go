@@ -57,9 +57,11 @@ type Fallback struct {
 // group or name has a "_", so the key is unambiguous).
 func Key(group, resource, name string) string { return resource + "." + group + "_" + name }
 
-// guardKey holds a Guard's revision and repository in every namespace it has
-// objects in.
-func guardKey(guard string) string { return "guard." + guard }
+// guardKeyPrefix starts the key that holds a Guard's revision and
+// repository in every namespace it has objects in.
+const guardKeyPrefix = "guard."
+
+func guardKey(guard string) string { return guardKeyPrefix + guard }
 
 // BuildIndex compiles the Guards' snapshots. Kinds the mapper does not know
 // (a CRD not established yet) are left out until a later build.
@@ -201,14 +203,14 @@ func buildPart(g Guard, key partKey, mapper meta.RESTMapper) *guardPart {
 	return part
 }
 
-// escape keeps "|" (the entry's separator) out of a path or URL.
-func escape(s string) string {
-	return strings.NewReplacer("%", "%25", "|", "%7C").Replace(s)
-}
+// escaper keeps "|" (the entry's separator) out of a path or URL.
+var escaper = strings.NewReplacer("%", "%25", "|", "%7C")
+
+func escape(s string) string { return escaper.Replace(s) }
 
 // entryGuard names the Guard an index entry belongs to.
 func entryGuard(key, value string) (string, bool) {
-	if g, ok := strings.CutPrefix(key, "guard."); ok && !strings.Contains(key, "_") {
+	if g, ok := strings.CutPrefix(key, guardKeyPrefix); ok && !strings.Contains(key, "_") {
 		return g, true
 	}
 	f := strings.Split(value, "|")

@@ -1,6 +1,7 @@
 package compiled
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -229,17 +231,7 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 			return err
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(live)) {
-		if _, ok := want[id]; ok {
-			continue
-		}
-		if err := client.IgnoreNotFound(k.Client.Delete(ctx, partialObject(live[id]))); err != nil {
-			errs = append(errs, fmt.Errorf("delete %s: %w", id, err))
-			continue
-		}
-		delete(k.written, id)
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := k.deleteAll(ctx, live, want); err != nil {
 		return err
 	}
 	if k.Synced != nil {
@@ -256,14 +248,7 @@ func (k *Keeper) Remove(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, id := range slices.Sorted(maps.Keys(live)) {
-		if err := client.IgnoreNotFound(k.Client.Delete(ctx, partialObject(live[id]))); err != nil {
-			errs = append(errs, fmt.Errorf("delete %s: %w", id, err))
-		}
-	}
-	k.written = map[string]writtenObject{}
-	if err := errors.Join(errs...); err != nil {
+	if err := k.deleteAll(ctx, live, nil); err != nil {
 		return err
 	}
 	if k.Removed != nil {
@@ -359,7 +344,34 @@ func objectID(o client.Object) string {
 	return gvkOf(o).Kind + "/" + o.GetNamespace() + "/" + o.GetName()
 }
 
-func partialObject(m *metav1.PartialObjectMetadata) client.Object { return m }
+// deleteAll deletes the live objects keep does not hold, bindings before
+// policies and the index last (so nothing is bound to a missing policy, and
+// no policy reads a missing index), and forgets them.
+func (k *Keeper) deleteAll(ctx context.Context, live map[string]*metav1.PartialObjectMetadata, keep map[string]client.Object) error {
+	rank := func(id string) int {
+		kind, _, _ := strings.Cut(id, "/")
+		switch {
+		case strings.HasSuffix(kind, "Binding"):
+			return 0
+		case kind == cmGVK.Kind:
+			return 2
+		}
+		return 1
+	}
+	ids := slices.SortedFunc(maps.Keys(live), func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
+	var errs []error
+	for _, id := range ids {
+		if _, ok := keep[id]; ok {
+			continue
+		}
+		if err := client.IgnoreNotFound(k.Client.Delete(ctx, live[id])); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", id, err))
+			continue
+		}
+		delete(k.written, id)
+	}
+	return errors.Join(errs...)
+}
 
 func setAnnotation(o client.Object, k, v string) {
 	a := o.GetAnnotations()

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/reconcile"
 )
 
@@ -175,7 +176,7 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 			admissionregistrationv1.Variable{Name: "oldAnnotations", Expression: `oldObject.metadata.?annotations.orValue({})`},
 			admissionregistrationv1.Variable{Name: "breakGlass", Expression: fmt.Sprintf(
 				`request.operation == "UPDATE" && request.userInfo.?groups.orValue([]).exists(g, g in %s) && variables.newAnnotations[?%s].orValue("").trim() != ""`,
-				list(c.BreakGlassGroups), lit(breakGlass))},
+				list(c.BreakGlassGroups), lit(v1alpha1.BreakGlassAnnotation))},
 			admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr},
 		)
 		allowed = `variables.mode != "` + k.mode + `" || variables.deferred || variables.breakGlass || request.operation == "UPDATE" && variables.unchanged`
