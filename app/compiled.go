@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -50,10 +49,6 @@ type compiledLayer struct {
 func (l *compiledLayer) StampsInForce() bool { return l.inForce.Load() }
 
 func newCompiledLayer(o Options, self string, c client.Client, reader client.Reader, mapper meta.RESTMapper, ch cache.Cache, store *gitstore.Store, settings *guardSettings, log logr.Logger) *compiledLayer {
-	excluded := o.ExcludeNamespaces
-	if !slices.Contains(excluded, o.Namespace) {
-		excluded = append(slices.Clone(excluded), o.Namespace)
-	}
 	l := &compiledLayer{cache: ch, mode: o.AdmissionMode, log: log}
 	opts := compiled.KeeperOptions{
 		Client: c, Reader: reader, Mapper: mapper, Log: log,
@@ -62,7 +57,7 @@ func newCompiledLayer(o Options, self string, c client.Client, reader client.Rea
 			GuardUsers:        append([]string{self}, o.GuardUsers...),
 			GuardUserPrefixes: []string{reconcile.ServiceAccountPrefix(o.Namespace)},
 			BreakGlassGroups:  o.BreakGlassGroups,
-			ExcludeNamespaces: excluded,
+			ExcludeNamespaces: o.excludedNamespaces(),
 		},
 		Guards: func() ([]compiled.Guard, error) { return compiledGuards(c, store, settings) },
 	}

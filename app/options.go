@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -207,6 +208,15 @@ func (o *Options) PolicyGitSource() (guard, path string, err error) {
 		return "", "", fmt.Errorf("--policy-git %q: want GUARD:PATH, e.g. platform:policies", o.PolicyGit)
 	}
 	return guard, path, nil
+}
+
+// excludedNamespaces are the namespaces neither the webhooks nor the
+// compiled policies ever see: --exclude-namespaces and the guard's own.
+func (o Options) excludedNamespaces() []string {
+	if slices.Contains(o.ExcludeNamespaces, o.Namespace) {
+		return o.ExcludeNamespaces
+	}
+	return append(slices.Clone(o.ExcludeNamespaces), o.Namespace)
 }
 
 // Validate checks option values, naming the flag at fault.

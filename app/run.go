@@ -396,15 +396,11 @@ func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []b
 		if url == "" {
 			url = "https://" + addr.String()
 		}
-		excluded := o.ExcludeNamespaces
-		if !slices.Contains(excluded, o.Namespace) {
-			excluded = append(slices.Clone(excluded), o.Namespace)
-		}
 		registration := webhook.Registration{
 			Name: o.WebhookConfigName, URL: url, CABundle: ca,
 			FailurePolicy:  admissionregistrationv1.FailurePolicyType(o.FailurePolicy),
 			TimeoutSeconds: int32(o.WebhookTimeout / time.Second), LabelKey: reconcile.GuardLabel,
-			ExcludeNamespaces: excluded, SkipUsers: []string{self},
+			ExcludeNamespaces: o.excludedNamespaces(), SkipUsers: []string{self},
 			// The service accounts Guards act as write what Git says, as the
 			// guard does; they are all of its own namespace, whose pods can
 			// run as the guard itself anyway.
