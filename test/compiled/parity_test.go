@@ -154,7 +154,7 @@ func TestParity(t *testing.T) {
 		{name: "delete", del: true},
 	}
 	dir := filepath.Join(workDir, t.Name())
-	p := startGuardMode(t, dir, "both")
+	p := startGuard(t, dir, "both", nil)
 	waitIndexed(t, ns, "configmaps._c-deny", "c-deny.yaml:1", rev)
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestParity(t *testing.T) {
 
 	// The webhook alone: the guard in mode webhook removes the compiled
 	// policies.
-	startGuardMode(t, dir, "webhook")
+	startGuard(t, dir, "webhook", nil)
 	harness.Eventually(t, 60*time.Second, "the compiled policies are removed", func() error {
 		l, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{LabelSelector: "driftguard.io/compiled=" + webhookName})
 		if err != nil || len(l.Items) > 0 {
@@ -231,22 +231,6 @@ func TestParity(t *testing.T) {
 	if fallbacks != len(edits)-1 {
 		t.Fatalf("%d updates left to the webhook, want %d", fallbacks, len(edits)-1)
 	}
-}
-
-func startGuardMode(t *testing.T, dir, mode string) *harness.Process {
-	t.Helper()
-	p, err := harness.StartProcess(harness.ProcessOptions{
-		Kubeconfig: guardKubeconfig, Dir: dir, WebhookConfigName: webhookName,
-		Args: []string{"--admission-mode=" + mode, "--break-glass-groups=sre", "--audit-events=false", "--default-interval=30s"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Stop() })
-	if err := p.WaitHealthy(60 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func impersonate(t *testing.T, w writer) (client.Client, *warnings) {

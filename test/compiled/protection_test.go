@@ -3,6 +3,7 @@ package compiled
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,11 +26,18 @@ import (
 
 const webhookName = "driftguard-compiled"
 
-func startGuard(t *testing.T, dir string, records *harness.Records) *harness.Process {
+// startGuard starts the guard in admission mode mode (records, when set,
+// gets its audit records); it is stopped, and its log shown on failure, when
+// t ends.
+func startGuard(t *testing.T, dir, mode string, records *harness.Records) *harness.Process {
 	t.Helper()
+	var stdout io.Writer // a nil *Records would be a writer that panics
+	if records != nil {
+		stdout = records
+	}
 	p, err := harness.StartProcess(harness.ProcessOptions{
-		Kubeconfig: guardKubeconfig, Dir: dir, WebhookConfigName: webhookName, Stdout: records,
-		Args: []string{"--admission-mode=both", "--break-glass-groups=sre", "--audit-events=false", "--default-interval=30s"},
+		Kubeconfig: guardKubeconfig, Dir: dir, WebhookConfigName: webhookName, Stdout: stdout,
+		Args: []string{"--admission-mode=" + mode, "--break-glass-groups=sre", "--audit-events=false", "--default-interval=30s"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +122,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	}
 	dir := filepath.Join(workDir, t.Name())
 	records := &harness.Records{}
-	p := startGuard(t, dir, records)
+	p := startGuard(t, dir, "both", records)
 	waitIndexed(t, ns, compiled.Key("", "configmaps", "settings"), "config/settings.yaml:1", rev)
 	kubectl := func(args ...string) error {
 		_, _, err := cluster.Kubectl(ctx, aliceKubeconfig, append([]string{"-n", ns}, args...)...)
@@ -215,6 +223,13 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	if err := admin.Get(ctx, key, &cm); err != nil || cm.Annotations[v1alpha1.APIServerChangedByAnnotation] != "sam" {
 		t.Fatalf("the API server's stamp: %v %v", cm.Annotations, err)
 	}
+	// A stamp written by hand is not kept: the API server writes who wrote.
+	if err := kubectl("annotate", "--overwrite", "configmap", "settings", v1alpha1.APIServerChangedByAnnotation+"=bob"); err != nil {
+		t.Fatalf("an update of the guard's own annotation alone: %v", err)
+	}
+	if err := admin.Get(ctx, key, &cm); err != nil || cm.Annotations[v1alpha1.APIServerChangedByAnnotation] != "alice" {
+		t.Fatalf("alice wrote the stamp by hand: %v %v", cm.Annotations, err)
+	}
 	// The index binds alice; she cannot change it.
 	index := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhookName + "-index"}}
 	if err := alice.Delete(ctx, index); err == nil || !strings.Contains(err.Error(), "only the guard writes it") {
@@ -248,7 +263,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	})
 
 	// The guard returns; a new revision moves settings to another file.
-	p = startGuard(t, dir, &harness.Records{})
+	p = startGuard(t, dir, "both", nil)
 	if err := repo.Remove("config/settings.yaml"); err != nil {
 		t.Fatal(err)
 	}
