@@ -242,11 +242,103 @@ type HelmSpec struct {
 	// over the chart's values.yaml.
 	// +optional
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
-	// Values are merged last, over the values files.
+	// ValuesFrom reads values from ConfigMaps and Secrets of the guard's
+	// own namespace, merged in order over the values files and under
+	// spec.helm.values. They are read as the Guard's identity
+	// (spec.serviceAccountName) at every reconcile; values from a Secret
+	// are secret (never in records, status, Events or diffs).
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	ValuesFrom []HelmValuesReference `json:"valuesFrom,omitempty"`
+	// Values are merged last, over the values files and valuesFrom.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+	// PostRenderers change the chart's rendered templates (not its crds/)
+	// before they are applied, in order.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	PostRenderers []HelmPostRenderer `json:"postRenderers,omitempty"`
+}
+
+// HelmValuesReference names a ConfigMap or Secret, in the guard's own
+// namespace, holding Helm values. There is no namespace field: a Guard
+// cannot read another namespace's objects for its values.
+type HelmValuesReference struct {
+	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// Name of the object, in the guard's own namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// ValuesKey is the key of the object's data to read; defaults to
+	// values.yaml.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	ValuesKey string `json:"valuesKey,omitempty"`
+	// TargetPath, when set, puts the key's whole value, as a string, at
+	// this dotted path of the values (a.b.c; a dot inside a name is
+	// written \.) instead of reading the key as a YAML document of values.
+	// +kubebuilder:validation:MaxLength=250
+	// +optional
+	TargetPath string `json:"targetPath,omitempty"`
+	// Optional: a missing object or key is no error.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// HelmPostRenderer changes a chart's rendered objects.
+type HelmPostRenderer struct {
+	// Kustomize applies Kustomize patches.
+	// +optional
+	Kustomize *KustomizePostRenderer `json:"kustomize,omitempty"`
+}
+
+// KustomizePostRenderer is a list of Kustomize patches.
+type KustomizePostRenderer struct {
+	// Patches are strategic merge patches or JSON 6902 patches (a YAML or
+	// JSON list of operations), each applied to the objects its target
+	// selects, or to the object the patch names when it has no target.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Patches []KustomizePatch `json:"patches,omitempty"`
+}
+
+// KustomizePatch is one Kustomize patch and the objects it applies to.
+type KustomizePatch struct {
+	// Patch is the patch: a strategic merge patch (a partial object) or a
+	// JSON 6902 patch (a list of operations).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	Patch string `json:"patch"`
+	// Target selects the objects to patch; required for a JSON 6902 patch.
+	// +optional
+	Target *PatchTarget `json:"target,omitempty"`
+}
+
+// PatchTarget selects objects by group, version, kind, name (each a
+// regular expression), namespace, labels and annotations.
+type PatchTarget struct {
+	// +optional
+	Group string `json:"group,omitempty"`
+	// +optional
+	Version string `json:"version,omitempty"`
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// LabelSelector is a label selector (app=web,tier!=db).
+	// +optional
+	LabelSelector string `json:"labelSelector,omitempty"`
+	// AnnotationSelector is a selector of annotations, written as a label
+	// selector.
+	// +optional
+	AnnotationSelector string `json:"annotationSelector,omitempty"`
 }
 
 // Decryption names the keys that decrypt SOPS-encrypted files.
