@@ -51,13 +51,18 @@ func init() {
 // helmJob is what the child renders: the chart's files (names relative
 // to the chart folder Dir, a repository path) and the release.
 type helmJob struct {
-	Dir            string          `json:"dir"`
-	Files          []helmFile      `json:"files"`
-	ValuesFiles    []helmFile      `json:"valuesFiles"` // names are repository paths
-	Values         json.RawMessage `json:"values,omitempty"`
-	Release        string          `json:"release"`
-	Namespace      string          `json:"namespace"`
-	MaxOutputBytes int64           `json:"maxOutputBytes"`
+	Dir         string          `json:"dir"`
+	Files       []helmFile      `json:"files"`
+	ValuesFiles []helmFile      `json:"valuesFiles"` // names are repository paths
+	Values      json.RawMessage `json:"values,omitempty"`
+	// ValuesFrom are the values of spec.helm.valuesFrom, JSON objects
+	// merged in order between the values files and Values.
+	ValuesFrom []json.RawMessage `json:"valuesFrom,omitempty"`
+	// Capabilities are the cluster's; nil: Helm's defaults.
+	Capabilities   *Capabilities `json:"capabilities,omitempty"`
+	Release        string        `json:"release"`
+	Namespace      string        `json:"namespace"`
+	MaxOutputBytes int64         `json:"maxOutputBytes"`
 }
 
 type helmFile struct {

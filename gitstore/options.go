@@ -50,8 +50,19 @@ type HelmOptions struct {
 	// ValuesFiles are paths relative to the chart folder, merged in order
 	// over the chart's values.yaml.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
-	// Values is a JSON object merged last, over the values files.
+	// ValuesFrom are values read from ConfigMaps and Secrets
+	// (spec.helm.valuesFrom), merged in order over the values files and
+	// under Values. Values from a Secret are marked sensitive.
+	ValuesFrom []HelmValues `json:"-"`
+	// Values is a JSON object merged last, over the values files and
+	// ValuesFrom.
 	Values json.RawMessage `json:"values,omitempty"`
+	// Capabilities are the cluster's .Capabilities; nil renders with
+	// Helm's defaults (DefaultKubeVersion, every API version Helm knows).
+	Capabilities *Capabilities `json:"capabilities,omitempty"`
+	// PostRenderers are Kustomize patches applied, in order, over the
+	// objects of the chart's templates.
+	PostRenderers []PostRenderer `json:"postRenderers,omitempty"`
 }
 
 // DefaultReleaseName is the Helm release name when none is given.
@@ -90,6 +101,27 @@ func (o RenderOptions) Hash() string {
 	h.Write(b)
 	h.Write([]byte{0})
 	h.Write(o.Helm.Values)
+	// Values from the cluster enter by digest (a Secret's among them),
+	// with where they go and whether they are secret.
+	for _, v := range o.Helm.ValuesFrom {
+		d := sha256.Sum256(v.Data)
+		h.Write([]byte{2})
+		h.Write(d[:])
+		h.Write([]byte(v.TargetPath))
+		secret := byte(0)
+		if v.Secret {
+			secret = 1
+		}
+		h.Write([]byte{0, secret})
+	}
+	if o.Helm.Capabilities != nil || len(o.Helm.PostRenderers) > 0 {
+		b, _ := json.Marshal(struct {
+			Capabilities  *Capabilities  `json:"c"`
+			PostRenderers []PostRenderer `json:"p"`
+		}{o.Helm.Capabilities, o.Helm.PostRenderers})
+		h.Write([]byte{3})
+		h.Write(b)
+	}
 	secretVars := slices.Clone(o.SecretVars)
 	slices.Sort(secretVars)
 	for _, v := range secretVars {
@@ -113,8 +145,12 @@ func (o RenderOptions) String() string {
 	if o.substitute() {
 		vars = "[" + strings.Join(slices.Sorted(maps.Keys(o.Vars)), " ") + "]"
 	}
-	return fmt.Sprintf("{vars: %s, helm: {releaseName: %q, namespace: %q, valuesFiles: %q, values: %d bytes}, ageKeys: %d}",
-		vars, o.Helm.ReleaseName, o.Helm.Namespace, o.Helm.ValuesFiles, len(o.Helm.Values), len(o.AgeKeys))
+	kube := "default"
+	if c := o.Helm.Capabilities; c != nil {
+		kube = c.KubeVersion
+	}
+	return fmt.Sprintf("{vars: %s, helm: {releaseName: %q, namespace: %q, valuesFiles: %q, valuesFrom: %d, values: %d bytes, kubeVersion: %s, postRenderers: %d}, ageKeys: %d}",
+		vars, o.Helm.ReleaseName, o.Helm.Namespace, o.Helm.ValuesFiles, len(o.Helm.ValuesFrom), len(o.Helm.Values), kube, len(o.Helm.PostRenderers), len(o.AgeKeys))
 }
 
 // MarshalLog is what logr loggers print for the options: String.

@@ -72,13 +72,17 @@ func (r *renderer) helm(dir string) []*Object {
 		}
 		return nil
 	}
-	var objs []*Object
+	var crds, objs []*Object
 	for _, crd := range res.CRDs {
-		objs = append(objs, r.helmCRDs(dir, crd.Name, crd.Data)...)
+		crds = append(crds, r.helmCRDs(dir, crd.Name, crd.Data)...)
 	}
 	for _, m := range res.Manifests {
 		objs = append(objs, r.helmDocument(dir, m.Name, m.Content)...)
 	}
+	if len(r.opts.Helm.PostRenderers) > 0 {
+		objs = r.postRender(dir, objs)
+	}
+	objs = append(crds, objs...)
 	r.defaultNamespace(objs, job.Namespace)
 	return objs
 }
@@ -115,7 +119,10 @@ func renderChart(job *helmJob) *helmResult {
 	if err := chartutil.ProcessDependencies(chrt, vals); err != nil {
 		return fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("chart dependencies: %w", err)})
 	}
-	caps := common.DefaultCapabilities.Copy()
+	caps, err := helmCapabilities(job.Capabilities)
+	if err != nil {
+		return fail(&RenderError{Path: chartYAML, Err: err})
+	}
 	if kv := chrt.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
 		return fail(&RenderError{Path: chartYAML, Err: fmt.Errorf("chart requires kubeVersion %s, which is incompatible with Kubernetes %s", kv, caps.KubeVersion.Version)})
 	}
@@ -199,7 +206,11 @@ func missingDependencies(chrt *chart.Chart) []string {
 // checked against the decoding limits first.
 func (r *renderer) helmJob(dir string) (*helmJob, error) {
 	job := &helmJob{Dir: dir, Release: r.opts.Helm.releaseName(), Namespace: r.opts.Helm.namespace(),
-		Values: r.opts.Helm.Values, MaxOutputBytes: r.lim.HelmMaxOutputBytes}
+		Values: r.opts.Helm.Values, Capabilities: r.opts.Helm.Capabilities, MaxOutputBytes: r.lim.HelmMaxOutputBytes}
+	var err error
+	if job.ValuesFrom, err = r.valuesFromJSON(); err != nil {
+		return nil, err
+	}
 	rules := ignore.Empty()
 	ignoreFile := path.Join(dir, ignore.HelmIgnore)
 	switch data, err := r.read(ignoreFile); {
@@ -214,7 +225,7 @@ func (r *renderer) helmJob(dir string) (*helmJob, error) {
 	rules.AddDefaults()
 
 	var total int64
-	err := fs.WalkDir(r.fsys, dir, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(r.fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return &RenderError{Path: p, Err: unwrapPathError(err)}
 		}
@@ -321,14 +332,22 @@ func loadChartFiles(dir string, files []helmFile) (*chart.Chart, error) {
 	return chrt, nil
 }
 
-// values merges the values files and the inline values, in order; the
-// chart's values.yaml is merged under them by helm.
+// values merges the values files, the values from the cluster
+// (valuesFrom) and the inline values, in order; the chart's values.yaml is
+// merged under them by helm.
 func (job *helmJob) values() (map[string]any, error) {
 	vals := map[string]any{}
 	for _, f := range job.ValuesFiles {
 		cur, err := loader.LoadValues(bytes.NewReader(f.Data))
 		if err != nil {
 			return nil, fileError(f.Name, yamlLineOf(err))
+		}
+		vals = loader.MergeMaps(vals, cur)
+	}
+	for i, raw := range job.ValuesFrom {
+		var cur map[string]any
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			return nil, &RenderError{Path: job.Dir, Err: fmt.Errorf("helm valuesFrom[%d]: %w", i, err)}
 		}
 		vals = loader.MergeMaps(vals, cur)
 	}
