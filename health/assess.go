@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,12 @@ func Assess(obj *unstructured.Unstructured) Result {
 // error is set, and the result is Unknown, when a field cannot be read or
 // lookup fails; the message then says why.
 func AssessWith(ctx context.Context, obj *unstructured.Unstructured, lookup Lookup) (Result, error) {
+	return assessAt(ctx, obj, lookup, time.Now())
+}
+
+// assessAt is AssessWith at the time now (deadlines and windows are
+// measured to it).
+func assessAt(ctx context.Context, obj *unstructured.Unstructured, lookup Lookup, now time.Time) (Result, error) {
 	if obj == nil {
 		return Result{State: Missing, Message: "not found"}, nil
 	}
@@ -44,9 +51,9 @@ func AssessWith(ctx context.Context, obj *unstructured.Unstructured, lookup Look
 		err error
 	)
 	if fn, ok := rules[obj.GroupVersionKind().GroupKind()]; ok {
-		r, err = fn(ctx, object{u: obj, f: f}, lookup)
+		r, err = fn(ctx, object{u: obj, f: f, now: now}, lookup)
 	} else {
-		r = generic(object{u: obj, f: f})
+		r = generic(object{u: obj, f: f, now: now})
 	}
 	if err != nil {
 		return Result{State: Unknown, Message: err.Error()}, fmt.Errorf("health of %s: %w", Describe(obj), err)
@@ -103,6 +110,8 @@ func Describe(obj *unstructured.Unstructured) string {
 type object struct {
 	u *unstructured.Unstructured
 	f *fields
+	// now is the time of the assessment.
+	now time.Time
 }
 
 // rule assesses one kind. Only an error of lookup is returned as an error;
@@ -114,6 +123,11 @@ func plain(fn func(f *fields) Result) rule {
 	return func(_ context.Context, o object, _ Lookup) (Result, error) { return fn(o.f), nil }
 }
 
+// timed adapts a rule that measures time (a deadline, a window) to now.
+func timed(fn func(f *fields, now time.Time) Result) rule {
+	return func(_ context.Context, o object, _ Lookup) (Result, error) { return fn(o.f, o.now), nil }
+}
+
 var rules = map[schema.GroupKind]rule{
 	{Group: "apps", Kind: "Deployment"}:                              plain(deployment),
 	{Group: "apps", Kind: "StatefulSet"}:                             plain(statefulSet),
@@ -122,7 +136,9 @@ var rules = map[schema.GroupKind]rule{
 	{Group: "", Kind: "Service"}:                                     service,
 	{Group: "networking.k8s.io", Kind: "Ingress"}:                    plain(ingress),
 	{Group: "", Kind: "PersistentVolumeClaim"}:                       plain(persistentVolumeClaim),
-	{Group: "", Kind: "Pod"}:                                         plain(pod),
+	{Group: "", Kind: "Pod"}:                                         timed(pod),
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:          plain(horizontalPodAutoscaler),
+	{Group: "apiregistration.k8s.io", Kind: "APIService"}:            timed(apiService),
 	{Group: "", Kind: "Namespace"}:                                   plain(namespace),
 	{Group: "", Kind: "ConfigMap"}:                                   plain(exists),
 	{Group: "", Kind: "Secret"}:                                      plain(exists),

@@ -31,7 +31,7 @@ func TestAssessCustom(t *testing.T) {
 	db := readFixture(t, "crd-reconciling.yaml")[0]
 	deploy := readFixture(t, "deployment-healthy.yaml")[0]
 	terminating := readFixture(t, "deployment-terminating.yaml")[0]
-	custom := kindCustom{kind: "Database", res: Result{Degraded, "replica lag 300s"}}
+	custom := kindCustom{kind: "Database", res: Result{State: Degraded, Message: "replica lag 300s"}}
 	for _, tc := range []struct {
 		name    string
 		obj     *unstructured.Unstructured
@@ -39,13 +39,13 @@ func TestAssessCustom(t *testing.T) {
 		want    Result
 		wantErr string
 	}{
-		{"custom answers", db, custom, Result{Degraded, "replica lag 300s"}, ""},
-		{"custom has no opinion", deploy, custom, Result{Healthy, "3 of 3 replicas ready"}, ""},
-		{"no custom", db, nil, Result{Progressing, "creating primary instance"}, ""},
-		{"custom fails", db, kindCustom{err: errors.New("rego: eval_conflict_error")}, Result{Progressing, "creating primary instance"}, "custom health of Database shop/orders: rego: eval_conflict_error"},
-		{"custom state invalid", db, kindCustom{kind: "Database", res: Result{State: "Broken"}}, Result{Progressing, "creating primary instance"}, `invalid state "Broken"`},
-		{"missing object", nil, custom, Result{Missing, "not found"}, ""},
-		{"terminating object", terminating, kindCustom{kind: "Deployment", res: Result{Healthy, "fine"}}, Result{Progressing, "terminating"}, ""},
+		{"custom answers", db, custom, Result{State: Degraded, Message: "replica lag 300s"}, ""},
+		{"custom has no opinion", deploy, custom, Result{State: Healthy, Message: "3 of 3 replicas ready"}, ""},
+		{"no custom", db, nil, Result{State: Progressing, Message: "creating primary instance"}, ""},
+		{"custom fails", db, kindCustom{err: errors.New("rego: eval_conflict_error")}, Result{State: Progressing, Message: "creating primary instance"}, "custom health of Database shop/orders: rego: eval_conflict_error"},
+		{"custom state invalid", db, kindCustom{kind: "Database", res: Result{State: "Broken"}}, Result{State: Progressing, Message: "creating primary instance"}, `invalid state "Broken"`},
+		{"missing object", nil, custom, Result{State: Missing, Message: "not found"}, ""},
+		{"terminating object", terminating, kindCustom{kind: "Deployment", res: Result{State: Healthy, Message: "fine"}}, Result{State: Progressing, Message: "terminating"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := AssessCustom(ctx, tc.obj, nil, tc.custom)

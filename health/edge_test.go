@@ -101,10 +101,12 @@ endpoints: ` + endpoints
 		want      Result
 		wantError bool
 	}{
-		{"ready not set means ready", []string{slice(`[{addresses: [10.0.0.9]}]`)}, Result{Healthy, "1 ready endpoint"}, false},
-		{"two slices add up", []string{slice(`[{addresses: [10.0.0.9], conditions: {ready: true}}]`), slice(`[{addresses: [10.0.0.8], conditions: {ready: true}}, {addresses: [10.0.0.7], conditions: {ready: false}}]`)}, Result{Healthy, "2 ready endpoints"}, false},
-		{"slice in another namespace", []string{strings.Replace(slice(`[{addresses: [10.0.0.9]}]`), "namespace: shop", "namespace: other", 1)}, Result{Progressing, "no endpoints: no pod matches the selector"}, false},
-		{"ready of the wrong type", []string{slice(`[{addresses: [10.0.0.9], conditions: {ready: "yes"}}]`)}, Result{Unknown, "read EndpointSlice shop/web-abc: endpoints[0].conditions.ready is a string, want a boolean"}, true},
+		{"ready not set means ready", []string{slice(`[{addresses: [10.0.0.9]}]`)}, Result{State: Healthy, Message: "1 ready endpoint"}, false},
+		{"two slices add up", []string{slice(`[{addresses: [10.0.0.9], conditions: {ready: true}}]`), slice(`[{addresses: [10.0.0.8], conditions: {ready: true}}, {addresses: [10.0.0.7], conditions: {ready: false}}]`)}, Result{State: Healthy, Message: "2 ready endpoints"}, false},
+		{"slice in another namespace", []string{strings.Replace(slice(`[{addresses: [10.0.0.9]}]`), "namespace: shop", "namespace: other", 1)}, Result{State: Progressing, Message: "no EndpointSlice labelled kubernetes.io/service-name=web"}, false},
+		{"no slice at all", nil, Result{State: Progressing, Message: "no EndpointSlice labelled kubernetes.io/service-name=web"}, false},
+		{"a slice without endpoints", []string{slice(`[]`)}, Result{State: Progressing, Message: "no endpoints: no pod matches the selector"}, false},
+		{"ready of the wrong type", []string{slice(`[{addresses: [10.0.0.9], conditions: {ready: "yes"}}]`)}, Result{State: Unknown, Message: "read EndpointSlice shop/web-abc: endpoints[0].conditions.ready is a string, want a boolean"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var related Objects

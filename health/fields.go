@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // fields reads an unstructured object leniently about how numbers are held
@@ -197,6 +198,28 @@ func (s *subFields) intOr(def int64, path ...string) int64 {
 	return s.inner.intOr(def, path...)
 }
 
+func (s *subFields) time(path ...string) (time.Time, bool) {
+	defer s.done()
+	return s.inner.time(path...)
+}
+
+// time returns the RFC 3339 time at path, and whether it is set; a string
+// that is not such a time is a type error.
+func (f *fields) time(path ...string) (time.Time, bool) {
+	v := f.str(path...)
+	if v == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		if f.err == nil {
+			f.err = fmt.Errorf("%s is %q, want an RFC 3339 time", strings.Join(path, "."), v)
+		}
+		return time.Time{}, false
+	}
+	return t, true
+}
+
 func kindOf(v any) string {
 	switch v.(type) {
 	case nil:
@@ -219,6 +242,8 @@ func kindOf(v any) string {
 // condition is one entry of status.conditions.
 type condition struct {
 	Type, Status, Reason, Message string
+	// LastTransitionTime is zero when it is not set.
+	LastTransitionTime time.Time
 }
 
 // text is the condition's reason and message as one phrase.
@@ -235,16 +260,22 @@ func (c condition) text() string {
 
 // conditions reads status.conditions.
 func (f *fields) conditions() []condition {
-	items := f.objects("status", "conditions")
+	return f.conditionsAt([]string{"status", "conditions"}, f.objects("status", "conditions"))
+}
+
+// conditionsAt reads the conditions items, found at path (for messages).
+func (f *fields) conditionsAt(path []string, items []map[string]any) []condition {
 	out := make([]condition, 0, len(items))
 	for i, m := range items {
-		s := f.sub(m, indexed([]string{"status", "conditions"}, i)...)
-		out = append(out, condition{
+		s := f.sub(m, indexed(path, i)...)
+		c := condition{
 			Type:    s.str("type"),
 			Status:  s.str("status"),
 			Reason:  s.str("reason"),
 			Message: s.str("message"),
-		})
+		}
+		c.LastTransitionTime, _ = s.time("lastTransitionTime")
+		out = append(out, c)
 	}
 	return out
 }

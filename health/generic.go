@@ -17,24 +17,149 @@ import (
 //  2. status.observedGeneration behind metadata.generation: Progressing.
 //  3. The Ready condition, else Available, else Progressing (see
 //     fromConditions).
-//  4. kstatus (Reconciling and Stalled conditions, the built-in kinds it
-//     knows, and Healthy for an object with no status at all).
+//  4. kstatus, for the Reconciling and Stalled conditions and the built-in
+//     kinds it has rules for.
+//  5. status.health.status (Argo CD's Application and its like): the state
+//     it names, with status.health.message.
+//  6. status.phase, when it is a value whose meaning is common (see
+//     phaseStates).
+//  7. status.observedGeneration equal to metadata.generation: Healthy, its
+//     controller has seen the latest spec and reports nothing wrong.
+//  8. Otherwise NoHealth for a custom resource, or Healthy "exists" for a
+//     built-in kind (its API group is Kubernetes' own) with no status.
 func generic(o object) Result {
+	f := o.f
 	// Lenient on purpose: spec.suspend of a custom resource may mean
 	// something else and have another type.
-	if v, _ := o.f.get("spec", "suspend"); v == true {
+	if v, _ := f.get("spec", "suspend"); v == true {
 		return Result{State: Suspended, Message: "suspended (spec.suspend is true)"}
 	}
-	if r, ok := generationBehind(o.f); ok {
+	if r, ok := generationBehind(f); ok {
 		return r
 	}
-	if r, ok := fromConditions(o.f.conditions()); ok {
+	conds := f.conditions()
+	if r, ok := fromConditions(conds); ok {
 		return r
 	}
-	if o.f.err != nil {
+	if f.err != nil {
 		return Result{}
 	}
-	return fromKstatus(o.u)
+	_, reconciling := findCondition(conds, "Reconciling")
+	_, stalled := findCondition(conds, "Stalled")
+	if reconciling || stalled || kstatusKinds[o.u.GroupVersionKind().GroupKind().String()] {
+		return fromKstatus(o.u)
+	}
+	if r, ok := fromHealthField(f); ok {
+		return r
+	}
+	phase := ""
+	if v, ok := f.get("status", "phase"); ok {
+		// Lenient: a custom resource's phase may be of another type.
+		phase, _ = v.(string)
+	}
+	if r, ok := fromPhase(phase, f); ok {
+		return r
+	}
+	if gen, ok := f.int("metadata", "generation"); ok {
+		if observed, ok := f.int("status", "observedGeneration"); ok && observed >= gen {
+			return result(Healthy, "generation %d observed by its controller, which reports no conditions", observed)
+		}
+	}
+	if f.err != nil {
+		return Result{}
+	}
+	if builtinGroup(o.u.GroupVersionKind().Group) && len(f.object("status")) == 0 {
+		return Result{State: Healthy, Message: "exists"}
+	}
+	why := "no status"
+	switch {
+	case phase != "":
+		why = "status.phase " + phase + " is not a phase the rules know"
+	case len(f.object("status")) > 0:
+		why = "no conditions, phase, health or observedGeneration in its status"
+	}
+	return Result{State: NoHealth, Message: "no health information (" + why + "): present"}
+}
+
+// kstatusKinds are the built-in kinds kstatus has a rule for that have
+// none here (group/kind as schema.GroupKind.String writes them).
+var kstatusKinds = map[string]bool{
+	"ReplicaSet.apps":                               true,
+	"ReplicaSet.extensions":                         true,
+	"PodDisruptionBudget.policy":                    true,
+	"CronJob.batch":                                 true,
+	"CustomResourceDefinition.apiextensions.k8s.io": true,
+}
+
+// builtinGroup reports whether group is one of Kubernetes' own: the core
+// group, a group without a dot (apps, batch, policy, autoscaling) or one
+// under k8s.io.
+func builtinGroup(group string) bool {
+	return group == "" || !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
+}
+
+// fromHealthField reads status.health.status, the shape of Argo CD's
+// Application (and of resources made in its image): one of the six states
+// with a message in status.health.message. Another value is not read.
+func fromHealthField(f *fields) (Result, bool) {
+	h, ok := f.get("status", "health")
+	if !ok {
+		return Result{}, false
+	}
+	m, ok := h.(map[string]any)
+	if !ok {
+		return Result{}, false
+	}
+	st, _ := m["status"].(string)
+	s := State(st)
+	if !s.Valid() || s == NoHealth {
+		return Result{}, false
+	}
+	msg, _ := m["message"].(string)
+	return Result{State: s, Message: orDefault(strings.TrimSpace(msg), "status.health.status is "+st)}, true
+}
+
+// phaseStates maps the values of status.phase whose meaning is common
+// across custom resources (compared without regard to case). Running is
+// Progressing: for a resource that runs to completion (a workflow, a
+// pipeline run, a backup) it is not done, and a long-running resource that
+// stays Running is better served by a custom rule than a Guard told it is
+// Healthy before its work is done.
+var phaseStates = map[string]State{
+	"succeeded": Healthy, "completed": Healthy, "complete": Healthy, "ready": Healthy,
+	"available": Healthy, "active": Healthy, "bound": Healthy, "healthy": Healthy,
+	"established": Healthy, "deployed": Healthy, "synced": Healthy,
+
+	"pending": Progressing, "running": Progressing, "progressing": Progressing,
+	"creating": Progressing, "provisioning": Progressing, "initializing": Progressing,
+	"installing": Progressing, "updating": Progressing, "upgrading": Progressing,
+	"reconciling": Progressing, "deploying": Progressing, "starting": Progressing,
+	"waiting": Progressing, "terminating": Progressing, "deleting": Progressing,
+	"scaling": Progressing,
+
+	"failed": Degraded, "failure": Degraded, "error": Degraded, "errored": Degraded,
+	"degraded": Degraded, "crashed": Degraded, "unhealthy": Degraded, "lost": Degraded,
+
+	"suspended": Suspended, "paused": Suspended,
+}
+
+// fromPhase reads status.phase (with status.message, or status.reason,
+// as the message) when phaseStates knows it.
+func fromPhase(phase string, f *fields) (Result, bool) {
+	s, ok := phaseStates[strings.ToLower(phase)]
+	if !ok {
+		return Result{}, false
+	}
+	msg := "phase " + phase
+	for _, key := range []string{"message", "reason"} {
+		if v, ok := f.get("status", key); ok {
+			if t, ok := v.(string); ok && strings.TrimSpace(t) != "" {
+				msg += ": " + strings.TrimSpace(t)
+				break
+			}
+		}
+	}
+	return Result{State: s, Message: msg}, true
 }
 
 // fromConditions reads the conditions custom resources commonly carry.
@@ -139,6 +264,10 @@ func fromKstatus(u *unstructured.Unstructured) Result {
 		}
 	}
 	msg := res.Message
+	if msg == "Resource is current" {
+		// What kstatus says when nothing it reads is wrong.
+		msg = "no Reconciling or Stalled condition is True"
+	}
 	var s State
 	switch res.Status {
 	case status.CurrentStatus:

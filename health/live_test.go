@@ -182,17 +182,17 @@ func TestLiveCluster(t *testing.T) {
 		name string
 		want Result
 	}{
-		{gvk("", "Namespace"), "shop", Result{Healthy, "active"}},
-		{gvk("", "ConfigMap"), "web-config", Result{Healthy, "exists"}},
-		{gvk("apps", "Deployment"), "web", Result{Healthy, "3 of 3 replicas ready"}},
-		{gvk("apps", "Deployment"), "paused", Result{Suspended, "rollout paused"}},
-		{gvk("apps", "StatefulSet"), "db", Result{Healthy, "2 of 2 replicas ready"}},
-		{gvk("apps", "DaemonSet"), "agent", Result{Healthy, "1 of 1 pods ready"}},
-		{gvk("batch", "Job"), "migrate", Result{Healthy, "completed (1 pod succeeded)"}},
-		{gvk("batch", "Job"), "later", Result{Suspended, "suspended"}},
-		{gvk("", "Service"), "web", Result{Healthy, "3 ready endpoints"}},
-		{gvk("", "Service"), "nobody", Result{Progressing, "no endpoints: no pod matches the selector"}},
-		{gvk("", "PersistentVolumeClaim"), "data", Result{Progressing, "pending: waiting for a volume"}},
+		{gvk("", "Namespace"), "shop", Result{State: Healthy, Message: "active"}},
+		{gvk("", "ConfigMap"), "web-config", Result{State: Healthy, Message: "exists"}},
+		{gvk("apps", "Deployment"), "web", Result{State: Healthy, Message: "3 of 3 replicas ready"}},
+		{gvk("apps", "Deployment"), "paused", Result{State: Suspended, Message: "rollout paused"}},
+		{gvk("apps", "StatefulSet"), "db", Result{State: Healthy, Message: "2 of 2 replicas ready"}},
+		{gvk("apps", "DaemonSet"), "agent", Result{State: Healthy, Message: "1 of 1 pods ready"}},
+		{gvk("batch", "Job"), "migrate", Result{State: Healthy, Message: "completed (1 pod succeeded)"}},
+		{gvk("batch", "Job"), "later", Result{State: Suspended, Message: "suspended"}},
+		{gvk("", "Service"), "web", Result{State: Healthy, Message: "3 ready endpoints"}},
+		{gvk("", "Service"), "nobody", Result{State: Progressing, Message: "no endpoints: no pod matches the selector"}},
+		{gvk("", "PersistentVolumeClaim"), "data", Result{State: Progressing, Message: "pending: waiting for a volume"}},
 	} {
 		eventually(t, ctx, 90*time.Second, fmt.Sprintf("%s %s is %s", tc.gvk.Kind, tc.name, tc.want), func(ctx context.Context) error {
 			got, err := assess(ctx, tc.gvk, tc.name)
@@ -222,7 +222,7 @@ func TestLiveCluster(t *testing.T) {
 		}
 		return nil
 	})
-	if got, err := assess(ctx, gvk("apps", "Deployment"), "huge"); err != nil || got != (Result{Progressing, "0 of 1 updated replicas available"}) {
+	if got, err := assess(ctx, gvk("apps", "Deployment"), "huge"); err != nil || got != (Result{State: Progressing, Message: "0 of 1 updated replicas available"}) {
 		t.Errorf("Deployment huge: %s, %v", got, err)
 	}
 }

@@ -18,8 +18,10 @@ const ServiceNameLabel = "kubernetes.io/service-name"
 // service: ExternalName is Healthy; a LoadBalancer without an address is
 // Progressing; a Service without a selector is Healthy (its endpoints are
 // not Kubernetes' to make); otherwise it is Healthy when one of its
-// EndpointSlices has a ready endpoint, Progressing when none has. Without a
-// lookup the endpoints are not checked.
+// EndpointSlices has a ready endpoint, Progressing when none has (saying
+// whether there is no EndpointSlice at all, or slices without endpoints:
+// no pod matches the selector). Without a lookup the endpoints are not
+// checked.
 func service(ctx context.Context, o object, lookup Lookup) (Result, error) {
 	f := o.f
 	typ := orDefault(f.str("spec", "type"), "ClusterIP")
@@ -66,6 +68,12 @@ func service(ctx context.Context, o object, lookup Lookup) (Result, error) {
 		return Result{State: Healthy, Message: prefix + plural(ready, "ready endpoint")}, nil
 	case notReady > 0:
 		return result(Progressing, "%snone of %s ready", prefix, plural(notReady, "endpoint")), nil
+	}
+	if len(slices) == 0 {
+		// The EndpointSlice controller makes a slice, empty if need be, for
+		// every Service with a selector: none at all means it has not yet
+		// (or, for objects read from a file, that the file holds none).
+		return result(Progressing, "%sno EndpointSlice labelled %s=%s", prefix, ServiceNameLabel, o.u.GetName()), nil
 	}
 	return Result{State: Progressing, Message: prefix + "no endpoints: no pod matches the selector"}, nil
 }

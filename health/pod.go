@@ -3,6 +3,7 @@ package health
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // stuckReasons are the waiting reasons of a container that will not start
@@ -18,10 +19,30 @@ var stuckReasons = map[string]bool{
 	"RunContainerError":          true,
 }
 
-// pod: Succeeded, or Running with the Ready condition True, is Healthy;
-// Failed, or a container waiting with a reason in stuckReasons, is Degraded;
-// Pending, or Running but not ready, is Progressing.
-func pod(f *fields) Result {
+// RestartWindow is how long a container that was restarted after it
+// exited must run before it no longer counts as crash-looping: the time
+// after which the kubelet forgets a container's back-off (twice its
+// maximum back-off of five minutes). Between two back-offs a crash-looping
+// container runs for a moment, often Ready; without the window its pod
+// would read Healthy then and Degraded again at the next crash.
+const RestartWindow = 10 * time.Minute
+
+// pod, by the pod's restartPolicy (default Always):
+//
+//   - Succeeded is Healthy, Failed is Degraded (the pod's reason, else the
+//     container that exited non-zero).
+//   - A container that exited and is being restarted is Degraded with its
+//     exit code and restart count: waiting (CrashLoopBackOff) or terminated
+//     after restarts, or running again for less than RestartWindow. With
+//     restartPolicy Never a container that exited non-zero is Degraded: it
+//     will not run again and the pod will fail.
+//   - A container waiting with a reason in stuckReasons is Degraded.
+//   - Running: with restartPolicy Always, Healthy when the Ready condition
+//     is True, else Progressing; with Never or OnFailure the pod runs to
+//     completion, so a running pod is Progressing until it has Succeeded.
+//   - Pending is Progressing (with why it is not scheduled).
+func pod(f *fields, now time.Time) Result {
+	policy := orDefault(f.str("spec", "restartPolicy"), "Always")
 	phase := f.str("status", "phase")
 	switch phase {
 	case "Succeeded":
@@ -29,12 +50,18 @@ func pod(f *fields) Result {
 	case "Failed":
 		return Result{State: Degraded, Message: "failed: " + podFailure(f)}
 	}
+	if r, ok := crashingContainer(f, policy, now); ok {
+		return r
+	}
 	if msg, ok := stuckContainer(f); ok {
 		return Result{State: Degraded, Message: msg}
 	}
 	conds := f.conditions()
 	switch phase {
 	case "Running":
+		if policy != "Always" {
+			return result(Progressing, "running (restartPolicy %s: done when it succeeds)", policy)
+		}
 		if c, ok := findCondition(conds, "Ready"); ok && c.Status == "True" {
 			return Result{State: Healthy, Message: "running and ready"}
 		}
@@ -53,6 +80,82 @@ func pod(f *fields) Result {
 		return Result{State: Progressing, Message: "pending"}
 	}
 	return result(Unknown, "phase %s: %s", phase, orDefault(f.str("status", "message"), "the node is not reporting"))
+}
+
+// crashingContainer returns Degraded for the first container, init
+// containers first, that exited and is restarted (or, with restartPolicy
+// Never, exited non-zero), as pod describes. A container running again
+// for less than RestartWindow gives a result that holds until the window
+// ends.
+func crashingContainer(f *fields, policy string, now time.Time) (Result, bool) {
+	for _, list := range []string{"initContainerStatuses", "containerStatuses"} {
+		for i, cs := range f.objects("status", list) {
+			s := f.sub(cs, indexed([]string{"status", list}, i)...)
+			name := s.str("name")
+			restarts := s.intOr(0, "restartCount")
+			switch {
+			case s.has("state", "terminated"):
+				code := s.intOr(0, "state", "terminated", "exitCode")
+				exit := exitText(code, s.str("state", "terminated", "reason"))
+				switch {
+				case restarts > 0 && (policy == "Always" || (policy == "OnFailure" && code != 0)):
+					return result(Degraded, "container %s %s, restarted %s", name, exit, times(restarts)), true
+				case code == 0:
+				case policy == "Never":
+					if list == "containerStatuses" {
+						return result(Degraded, "container %s %s (restartPolicy Never: it will not run again)", name, exit), true
+					}
+				default:
+					return result(Degraded, "container %s %s", name, exit), true
+				}
+			case restarts == 0 || !s.has("lastState", "terminated"):
+			case s.has("state", "waiting"):
+				last := exitText(s.intOr(0, "lastState", "terminated", "exitCode"), s.str("lastState", "terminated", "reason"))
+				msg := fmt.Sprintf("container %s restarted %s, last %s", name, times(restarts), last)
+				if w := (condition{Reason: s.str("state", "waiting", "reason"), Message: s.str("state", "waiting", "message")}).text(); w != "" {
+					msg += "; " + w
+				}
+				return Result{State: Degraded, Message: msg}, true
+			case s.has("state", "running"):
+				code := s.intOr(0, "lastState", "terminated", "exitCode")
+				if policy == "OnFailure" && code == 0 {
+					continue
+				}
+				last := exitText(code, s.str("lastState", "terminated", "reason"))
+				started, ok := s.time("state", "running", "startedAt")
+				if !ok {
+					return result(Degraded, "container %s restarted %s, last %s", name, times(restarts), last), true
+				}
+				until := started.Add(RestartWindow)
+				if !now.Before(until) {
+					continue
+				}
+				return Result{
+					State: Degraded,
+					Message: fmt.Sprintf("container %s restarted %s, last %s; running again since %s (counts as crash-looping until it has run %s)",
+						name, times(restarts), last, started.UTC().Format(time.RFC3339), RestartWindow),
+					Until: until,
+				}, true
+			}
+		}
+	}
+	return Result{}, false
+}
+
+// exitText is "exited with code 1 (Error)".
+func exitText(code int64, reason string) string {
+	if reason == "" {
+		return fmt.Sprintf("exited with code %d", code)
+	}
+	return fmt.Sprintf("exited with code %d (%s)", code, reason)
+}
+
+// times is "once", "2 times".
+func times(n int64) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // stuckContainer returns a message for the first container, init
@@ -75,12 +178,13 @@ func stuckContainer(f *fields) (string, bool) {
 	return "", false
 }
 
-// podFailure says why a pod failed: the pod's reason and message, else the
-// first container that exited non-zero.
+// podFailure says why a pod failed: the pod's reason and message, and the
+// first container that exited non-zero (with its restarts).
 func podFailure(f *fields) string {
+	var parts []string
 	reason, message := f.str("status", "reason"), f.str("status", "message")
 	if reason != "" || message != "" {
-		return condition{Reason: reason, Message: message}.text()
+		parts = append(parts, condition{Reason: reason, Message: message}.text())
 	}
 	for _, list := range []string{"initContainerStatuses", "containerStatuses"} {
 		for i, cs := range f.objects("status", list) {
@@ -93,12 +197,20 @@ func podFailure(f *fields) string {
 				continue
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "container %s exited with code %d", s.str("name"), code)
-			if r := s.str("state", "terminated", "reason"); r != "" {
-				fmt.Fprintf(&b, " (%s)", r)
+			fmt.Fprintf(&b, "container %s %s", s.str("name"), exitText(code, s.str("state", "terminated", "reason")))
+			if n := s.intOr(0, "restartCount"); n > 0 {
+				fmt.Fprintf(&b, ", restarted %s", times(n))
 			}
-			return b.String()
+			// The container's message often repeats the pod's.
+			if m := s.str("state", "terminated", "message"); m != "" && m != message {
+				fmt.Fprintf(&b, ": %s", m)
+			}
+			parts = append(parts, b.String())
+			return strings.Join(parts, "; ")
 		}
 	}
-	return "no reason given"
+	if len(parts) == 0 {
+		return "no reason given"
+	}
+	return parts[0]
 }

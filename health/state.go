@@ -1,6 +1,9 @@
 package health
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // State is the health of one object.
 type State string
@@ -20,12 +23,17 @@ const (
 	Missing State = "Missing"
 	// Unknown: the status could not be read.
 	Unknown State = "Unknown"
+	// NoHealth: the object is there but says nothing about its health (a
+	// custom resource without conditions, phase or observedGeneration, such
+	// as a ServiceMonitor). It counts as present: Worst ranks it below
+	// Healthy, so it never makes a Guard anything but Healthy.
+	NoHealth State = "NoHealth"
 )
 
 // States lists every State, from the best to the worst as Worst ranks them.
-var States = []State{Healthy, Suspended, Progressing, Unknown, Missing, Degraded}
+var States = []State{NoHealth, Healthy, Suspended, Progressing, Unknown, Missing, Degraded}
 
-// Valid reports whether s is one of the six states.
+// Valid reports whether s is one of the states.
 func (s State) Valid() bool {
 	_, ok := severity[s]
 	return ok
@@ -40,8 +48,9 @@ var severity = func() map[State]int {
 }()
 
 // Worst returns the worst of states in the order of States (Degraded is the
-// worst, Healthy the best); Healthy when there are none. An invalid state
-// counts as Unknown.
+// worst); Healthy when there are none, or only NoHealth: an object that has
+// no health of its own does not make a sum of objects anything else. An
+// invalid state counts as Unknown.
 func Worst(states ...State) State {
 	worst := Healthy
 	for _, s := range states {
@@ -60,6 +69,11 @@ type Result struct {
 	State State `json:"state"`
 	// Message is a short sentence for a person, e.g. "2 of 3 replicas ready".
 	Message string `json:"message,omitempty"`
+	// Until, when set, is when the result stops holding although the
+	// object may not change: a deadline (an APIService not available for
+	// too long) or a window (a container that restarted recently). The
+	// object must be assessed again after it.
+	Until time.Time `json:"-"`
 }
 
 func (r Result) String() string {

@@ -3,7 +3,7 @@ package health
 import "testing"
 
 func TestStateValid(t *testing.T) {
-	for _, s := range []State{Healthy, Progressing, Degraded, Suspended, Missing, Unknown} {
+	for _, s := range []State{Healthy, Progressing, Degraded, Suspended, Missing, Unknown, NoHealth} {
 		if !s.Valid() {
 			t.Errorf("%q.Valid() = false", s)
 		}
@@ -13,8 +13,8 @@ func TestStateValid(t *testing.T) {
 			t.Errorf("%q.Valid() = true", s)
 		}
 	}
-	if len(States) != 6 {
-		t.Errorf("States has %d entries, want 6", len(States))
+	if len(States) != 7 {
+		t.Errorf("States has %d entries, want 7", len(States))
 	}
 }
 
@@ -31,6 +31,11 @@ func TestWorst(t *testing.T) {
 		{[]State{Unknown, Missing}, Missing},
 		{[]State{Missing, Degraded, Healthy}, Degraded},
 		{[]State{Healthy, "bogus"}, Unknown},
+		// An object without health of its own makes nothing less healthy.
+		{[]State{NoHealth}, Healthy},
+		{[]State{NoHealth, NoHealth, Healthy}, Healthy},
+		{[]State{NoHealth, Suspended}, Suspended},
+		{[]State{Progressing, NoHealth}, Progressing},
 	} {
 		if got := Worst(tc.in...); got != tc.want {
 			t.Errorf("Worst(%v) = %s, want %s", tc.in, got, tc.want)
@@ -42,7 +47,7 @@ func TestResultString(t *testing.T) {
 	if got := (Result{State: Healthy}).String(); got != "Healthy" {
 		t.Errorf("String() = %q", got)
 	}
-	if got := (Result{Degraded, "failed: x"}).String(); got != "Degraded: failed: x" {
+	if got := (Result{State: Degraded, Message: "failed: x"}).String(); got != "Degraded: failed: x" {
 		t.Errorf("String() = %q", got)
 	}
 }

@@ -98,7 +98,7 @@ health := "Degraded"`, `wrong shape: data.driftguard.health is a string, want an
 		{"a set", `package driftguard
 health contains {"state": "Degraded"} if true`, "wrong shape: data.driftguard.health is an array"},
 		{"unknown state", `package driftguard
-health := {"state": "Broken", "message": "x"}`, `unknown state "Broken" (want Healthy, Suspended, Progressing, Unknown, Missing, Degraded)`},
+health := {"state": "Broken", "message": "x"}`, `unknown state "Broken" (want NoHealth, Healthy, Suspended, Progressing, Unknown, Missing, Degraded)`},
 		{"state in lower case", `package driftguard
 health := {"state": "degraded"}`, `unknown state "degraded"`},
 		{"no state", `package driftguard
