@@ -8,6 +8,12 @@
 // "true" (FailPodAnnotation) moves to phase Failed with exit code 1, so
 // tests can make a Job fail.
 //
+// KWOK holds the fake node's Lease in kube-node-lease and renews it as a
+// kubelet does (Options.NodeMonitorGracePeriod), so the node and its pods
+// stay Ready for as long as the cluster runs; KWOK's stock heartbeat stage
+// alone updates the node every 10 to 20 minutes, and kube-controller-manager
+// marked it NotReady one grace period (50 s) after start.
+//
 // Everything listens on 127.0.0.1 only. The binaries come from a folder (see
 // Options.BinDir); tools/build.sh builds them.
 package devenv
@@ -58,6 +64,14 @@ type Options struct {
 	// APIServerFlags are more kube-apiserver flags, name without dashes to
 	// value, e.g. admission-control-config-file.
 	APIServerFlags map[string]string
+	// NodeMonitorGracePeriod is how long kube-controller-manager lets the
+	// simulated node go without a heartbeat before it marks the node
+	// NotReady and its pods unready (--node-monitor-grace-period). KWOK
+	// keeps the node's Lease in kube-node-lease renewed well inside it (a
+	// Lease of 4/5 of it, renewed every quarter of that), as a kubelet does.
+	// Default: 50 s, kube-controller-manager's own default. At least 2 s;
+	// tests set it short to see that the node stays Ready past it.
+	NodeMonitorGracePeriod time.Duration
 }
 
 // Cluster is a running local cluster. Stop it when done.
@@ -146,6 +160,11 @@ func Start(ctx context.Context, o Options) (_ *Cluster, retErr error) {
 		return nil, fmt.Errorf("devenv: %s missing in %s (build them with tools/build.sh)", strings.Join(missing, ", "), binDir)
 	}
 
+	timing, err := newNodeTiming(o.NodeMonitorGracePeriod)
+	if err != nil {
+		return nil, err
+	}
+
 	c := &Cluster{binDir: binDir, log: o.Log}
 	if o.Dir == "" {
 		d, err := os.MkdirTemp("", "driftguard-devenv-")
@@ -177,7 +196,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, retErr error) {
 	c.log.Info("control plane started", "url", c.Config.Host, "dir", c.Dir, "took", time.Since(began).Round(time.Millisecond))
 
 	if o.Simulated {
-		if err := c.startSimulation(ctx); err != nil {
+		if err := c.startSimulation(ctx, timing); err != nil {
 			return nil, err
 		}
 		c.log.Info("simulated cluster ready", "node", fakeNodeName, "took", time.Since(began).Round(time.Millisecond))

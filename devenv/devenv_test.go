@@ -425,3 +425,122 @@ func TestStartMissingBinaries(t *testing.T) {
 		t.Fatalf("want an error naming the missing files, got %v", err)
 	}
 }
+
+func TestNewNodeTiming(t *testing.T) {
+	for _, tc := range []struct {
+		grace              time.Duration
+		wantGrace, wantMon time.Duration
+		wantLease          int
+		wantErr            bool
+	}{
+		{grace: 0, wantGrace: 50 * time.Second, wantMon: 5 * time.Second, wantLease: 40},
+		{grace: 50 * time.Second, wantGrace: 50 * time.Second, wantMon: 5 * time.Second, wantLease: 40},
+		{grace: 2 * time.Minute, wantGrace: 2 * time.Minute, wantMon: 5 * time.Second, wantLease: 96},
+		{grace: 6 * time.Second, wantGrace: 6 * time.Second, wantMon: 1200 * time.Millisecond, wantLease: 4},
+		{grace: 2 * time.Second, wantGrace: 2 * time.Second, wantMon: 400 * time.Millisecond, wantLease: 1},
+		{grace: time.Second, wantErr: true},
+		{grace: 2500 * time.Millisecond, wantErr: true},
+		{grace: -time.Minute, wantErr: true},
+	} {
+		got, err := newNodeTiming(tc.grace)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("newNodeTiming(%s): error %v, want error %v", tc.grace, err, tc.wantErr)
+			continue
+		}
+		if tc.wantErr {
+			if !strings.Contains(err.Error(), "NodeMonitorGracePeriod") {
+				t.Errorf("newNodeTiming(%s): error %q does not name NodeMonitorGracePeriod", tc.grace, err)
+			}
+			continue
+		}
+		if got.gracePeriod != tc.wantGrace || got.monitorPeriod != tc.wantMon || got.leaseSeconds != tc.wantLease {
+			t.Errorf("newNodeTiming(%s) = %+v, want grace %s, monitor %s, lease %ds", tc.grace, got, tc.wantGrace, tc.wantMon, tc.wantLease)
+		}
+		// KWOK renews every lease/4; the renewals must fit in the grace period several times.
+		if renew := time.Duration(got.leaseSeconds) * time.Second / 4; renew*4 > got.gracePeriod {
+			t.Errorf("newNodeTiming(%s): renewal every %s leaves too little of the grace period", tc.grace, renew)
+		}
+	}
+}
+
+// TestSimulatedNodeStaysReady: with kube-controller-manager's grace period
+// set to 6 s, the fake node and the pods on it stay Ready for four grace
+// periods (without a node Lease the node turned NotReady one grace period
+// after start, and every pod unready with it), and KWOK keeps renewing the
+// node's Lease.
+func TestSimulatedNodeStaysReady(t *testing.T) {
+	requireBinaries(t, true)
+	ctx := t.Context()
+	const grace = 6 * time.Second
+	c, err := Start(ctx, Options{Simulated: true, NodeMonitorGracePeriod: grace, Log: testr.New(t)})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Kubectl(ctx, "", "create", "deployment", "web", "--image=nginx", "--replicas=2"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, 90*time.Second, "deployment web has 2 available replicas", func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return d.Status.AvailableReplicas == 2, fmt.Errorf("available %d/2", d.Status.AvailableReplicas)
+	})
+
+	var renewals []time.Time
+	until := time.Now().Add(4 * grace)
+	for time.Now().Before(until) {
+		node, err := cs.CoreV1().Nodes().Get(ctx, fakeNodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
+				t.Fatalf("node %s Ready=%s (%s: %s) within %s of a %s grace period; kube-controller-manager log %s, kwok log %s",
+					fakeNodeName, cond.Status, cond.Reason, cond.Message, time.Until(until).Round(time.Second), grace,
+					c.logPath("kube-controller-manager"), c.logPath("kwok"))
+			}
+		}
+		for _, taint := range node.Spec.Taints {
+			if taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable {
+				t.Fatalf("node %s tainted %s", fakeNodeName, taint.Key)
+			}
+		}
+		pods, err := cs.CoreV1().Pods(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 2 {
+			t.Fatalf("%d pods of deployment web, want 2", len(pods.Items))
+		}
+		for _, p := range pods.Items {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status != corev1.ConditionTrue {
+					t.Fatalf("pod %s Ready=%s (%s) while its node should be Ready", p.Name, cond.Status, cond.Reason)
+				}
+			}
+		}
+		lease, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, fakeNodeName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err): // counted below: no renewals
+		case err != nil:
+			t.Fatalf("Lease of node %s: %v", fakeNodeName, err)
+		default:
+			if rt := lease.Spec.RenewTime; rt != nil && (len(renewals) == 0 || !rt.Time.Equal(renewals[len(renewals)-1])) {
+				renewals = append(renewals, rt.Time)
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	// Renewed every 1 s (a 4 s Lease): many times in 24 s; fewer than one
+	// per grace period would not keep the node Ready on a loaded machine.
+	if len(renewals) < 4 {
+		t.Errorf("Lease of node %s renewed %d times in %s, want at least 4", fakeNodeName, len(renewals), 4*grace)
+	}
+	t.Logf("node Ready and pods ready for %s (grace period %s); Lease renewed %d times", 4*grace, grace, len(renewals))
+}

@@ -27,6 +27,45 @@ const (
 	simulatedReadyTimeout = 90 * time.Second
 )
 
+// defaultNodeMonitorGracePeriod is kube-controller-manager's own default
+// --node-monitor-grace-period (Kubernetes 1.32 and later).
+const defaultNodeMonitorGracePeriod = 50 * time.Second
+
+// nodeTiming is how the simulated node keeps itself Ready: KWOK holds the
+// node's Lease in kube-node-lease and renews it every leaseSeconds/4 (KWOK's
+// rule, as the kubelet's), and kube-controller-manager looks every
+// monitorPeriod whether a heartbeat came within gracePeriod. Without a Lease
+// the only heartbeat is KWOK's node-heartbeat-with-lease stage, every 10 to
+// 20 minutes, and the node turns NotReady one grace period after it starts.
+type nodeTiming struct {
+	gracePeriod   time.Duration // kube-controller-manager --node-monitor-grace-period
+	monitorPeriod time.Duration // kube-controller-manager --node-monitor-period
+	leaseSeconds  int           // kwok --node-lease-duration-seconds
+}
+
+// newNodeTiming derives the timing from a grace period (0: the default).
+// The Lease lasts 4/5 of the grace period, so it is renewed five times
+// within it (the kubelet's 40 s Lease against the 50 s default does the
+// same); kube-controller-manager looks at most every 5 s (its default) and
+// at least five times per grace period.
+func newNodeTiming(grace time.Duration) (nodeTiming, error) {
+	if grace == 0 {
+		grace = defaultNodeMonitorGracePeriod
+	}
+	if grace < 2*time.Second || grace%time.Second != 0 {
+		return nodeTiming{}, fmt.Errorf("devenv: NodeMonitorGracePeriod %s: want whole seconds, at least 2s (KWOK's Lease lasts whole seconds)", grace)
+	}
+	lease := int(grace * 4 / 5 / time.Second)
+	if lease < 1 {
+		lease = 1
+	}
+	return nodeTiming{
+		gracePeriod:   grace,
+		monitorPeriod: min(5*time.Second, (grace / 5).Truncate(100*time.Millisecond)),
+		leaseSeconds:  lease,
+	}, nil
+}
+
 // component is a simulated-cluster process before it is started.
 type component struct {
 	name    string
@@ -35,8 +74,9 @@ type component struct {
 }
 
 // startSimulation starts kube-controller-manager, kube-scheduler and KWOK,
-// registers the fake node and waits until it is Ready and schedulable.
-func (c *Cluster) startSimulation(ctx context.Context) error {
+// registers the fake node and waits until it is Ready and schedulable and
+// KWOK renews its Lease (see nodeTiming).
+func (c *Cluster) startSimulation(ctx context.Context, timing nodeTiming) error {
 	api := c.Env.ControlPlane.APIServer
 	caFile := filepath.Join(c.Dir, "apiserver-ca.crt")
 	if err := os.WriteFile(caFile, api.SecureServing.CA, 0o644); err != nil {
@@ -92,6 +132,8 @@ func (c *Cluster) startSimulation(ctx context.Context) error {
 				// The node-lifecycle controller stays on; it removes the
 				// node.kubernetes.io/not-ready taint every new node starts with.
 				"--controllers=*,-nodeipam",
+				"--node-monitor-grace-period=" + timing.gracePeriod.String(),
+				"--node-monitor-period=" + timing.monitorPeriod.String(),
 				"--kube-api-qps=100",
 				"--kube-api-burst=200",
 			},
@@ -119,6 +161,9 @@ func (c *Cluster) startSimulation(ctx context.Context) error {
 				"--manage-all-nodes=false",
 				"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
 				"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),
+				// A Lease renewed like a kubelet's keeps the node Ready;
+				// without it KWOK heartbeats every 10-20 minutes only.
+				"--node-lease-duration-seconds=" + strconv.Itoa(timing.leaseSeconds),
 			},
 		},
 	}
@@ -269,6 +314,12 @@ func (c *Cluster) nodePending(ctx context.Context, cs kubernetes.Interface) stri
 	if len(taints) > 0 {
 		return fmt.Sprintf("taints %s on node %s to be removed (node-lifecycle controller; log: %s)",
 			strings.Join(taints, ","), fakeNodeName, c.logPath("kube-controller-manager"))
+	}
+	// The Lease is what keeps the node Ready after the first grace period.
+	lease, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, fakeNodeName, metav1.GetOptions{})
+	if err != nil || lease.Spec.RenewTime == nil {
+		return fmt.Sprintf("Lease %s/%s of node %s to be renewed (KWOK; log: %s): %v",
+			corev1.NamespaceNodeLease, fakeNodeName, fakeNodeName, c.logPath("kwok"), err)
 	}
 	return ""
 }
