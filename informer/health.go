@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,31 +19,49 @@ import (
 type healthBook struct {
 	mu      sync.RWMutex
 	results map[item]health.Result
-	custom  atomic.Pointer[customHealth]
+	// expiring keeps the full object of a result that holds only until a
+	// time (health.Result.Until: a deadline, a restart window), so that it
+	// can be assessed again then: the cache has dropped its status, and no
+	// event may come.
+	expiring map[item]*unstructured.Unstructured
+	custom   atomic.Pointer[customHealth]
 }
 
 type customHealth struct{ c health.Custom }
 
 func newHealthBook() *healthBook {
-	return &healthBook{results: map[item]health.Result{}}
+	return &healthBook{results: map[item]health.Result{}, expiring: map[item]*unstructured.Unstructured{}}
+}
+
+// assess is the health of obj by the custom rules, then the built-in ones.
+func (b *healthBook) assess(obj *unstructured.Unstructured) health.Result {
+	if c := b.custom.Load(); c != nil && c.c != nil {
+		r, err := health.AssessCustom(context.Background(), obj, nil, c.c)
+		if err != nil {
+			// The built-in result stands; the failure shows where it is read.
+			r.Message += " (custom health rule failed: " + err.Error() + ")"
+		}
+		return r
+	}
+	return health.Assess(obj)
 }
 
 // note assesses obj and stores the result; it returns true when the
 // object's state (not only its message) changed.
 func (b *healthBook) note(it item, obj *unstructured.Unstructured) bool {
-	var r health.Result
-	if c := b.custom.Load(); c != nil && c.c != nil {
-		var err error
-		if r, err = health.AssessCustom(context.Background(), obj, nil, c.c); err != nil {
-			// The built-in result stands; the failure shows where it is read.
-			r.Message += " (custom health rule failed: " + err.Error() + ")"
-		}
-	} else {
-		r = health.Assess(obj)
+	r := b.assess(obj)
+	var keep *unstructured.Unstructured
+	if !r.Until.IsZero() {
+		keep = obj.DeepCopy()
 	}
 	b.mu.Lock()
 	prev, had := b.results[it]
 	b.results[it] = r
+	if keep != nil {
+		b.expiring[it] = keep
+	} else {
+		delete(b.expiring, it)
+	}
 	b.mu.Unlock()
 	return !had || prev.State != r.State
 }
@@ -51,15 +70,34 @@ func (b *healthBook) forget(it item) bool {
 	b.mu.Lock()
 	_, had := b.results[it]
 	delete(b.results, it)
+	delete(b.expiring, it)
 	b.mu.Unlock()
 	return had
 }
 
+// get returns the stored result, assessed again from the kept object when
+// it holds only until a time that has passed.
 func (b *healthBook) get(it item) (health.Result, bool) {
 	b.mu.RLock()
 	r, ok := b.results[it]
+	obj := b.expiring[it]
 	b.mu.RUnlock()
-	return r, ok
+	if !ok || r.Until.IsZero() || time.Now().Before(r.Until) || obj == nil {
+		return r, ok
+	}
+	fresh := b.assess(obj)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur, ok := b.results[it]
+	if !ok || cur != r || b.expiring[it] != obj {
+		// An event stored a newer result meanwhile (or forgot the object).
+		return cur, ok
+	}
+	b.results[it] = fresh
+	if fresh.Until.IsZero() {
+		delete(b.expiring, it)
+	}
+	return fresh, true
 }
 
 func (b *healthBook) forgetKind(gvk schema.GroupVersionKind) {
@@ -67,6 +105,7 @@ func (b *healthBook) forgetKind(gvk schema.GroupVersionKind) {
 	for it := range b.results {
 		if it.gvk == gvk {
 			delete(b.results, it)
+			delete(b.expiring, it)
 		}
 	}
 	b.mu.Unlock()
