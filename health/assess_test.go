@@ -62,7 +62,7 @@ var fixtureCases = []struct {
 	{"pod-succeeded.yaml", Result{State: Healthy, Message: "completed"}},
 	{"pod-failed.yaml", Result{State: Degraded, Message: "failed: container migrate exited with code 2 (Error)"}},
 	{"pod-evicted.yaml", Result{State: Degraded, Message: "failed: Evicted: The node was low on resource: ephemeral-storage. Threshold quantity: 1Gi, available: 512Mi."}},
-	{"pod-crashloop.yaml", Result{State: Degraded, Message: "container web restarted 6 times, last exited with code 1 (Error); CrashLoopBackOff: back-off 5m0s restarting failed container=web pod=web-8c96c8dfc-d8gcg_shop(75ff26a1-bf53-4925-bbd7-078995acb214)"}},
+	{"pod-crashloop.yaml", Result{State: Degraded, Message: "container web exited with code 1 (Error), restarted 6 times; CrashLoopBackOff: back-off 5m0s restarting failed container=web pod=web-8c96c8dfc-d8gcg_shop(75ff26a1-bf53-4925-bbd7-078995acb214)"}},
 	{"pod-imagepullbackoff.yaml", Result{State: Degraded, Message: `container web: ImagePullBackOff: Back-off pulling image "nginx:1.99-typo"`}},
 	{"pod-pending-unschedulable.yaml", Result{State: Progressing, Message: "not scheduled: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."}},
 

@@ -99,7 +99,7 @@ func crashingContainer(f *fields, policy string, now time.Time) (Result, bool) {
 				exit := exitText(code, s.str("state", "terminated", "reason"))
 				switch {
 				case restarts > 0 && (policy == "Always" || (policy == "OnFailure" && code != 0)):
-					return result(Degraded, "container %s %s, restarted %s", name, exit, times(restarts)), true
+					return result(Degraded, "container %s %s%s", name, exit, restarted(restarts)), true
 				case code == 0:
 				case policy == "Never":
 					if list == "containerStatuses" {
@@ -108,23 +108,26 @@ func crashingContainer(f *fields, policy string, now time.Time) (Result, bool) {
 				default:
 					return result(Degraded, "container %s %s", name, exit), true
 				}
-			case restarts == 0 || !s.has("lastState", "terminated"):
+			case !s.has("lastState", "terminated") || policy == "Never":
 			case s.has("state", "waiting"):
-				last := exitText(s.intOr(0, "lastState", "terminated", "exitCode"), s.str("lastState", "terminated", "reason"))
-				msg := fmt.Sprintf("container %s restarted %s, last %s", name, times(restarts), last)
-				if w := (condition{Reason: s.str("state", "waiting", "reason"), Message: s.str("state", "waiting", "message")}).text(); w != "" {
-					msg += "; " + w
-				}
-				return Result{State: Degraded, Message: msg}, true
-			case s.has("state", "running"):
 				code := s.intOr(0, "lastState", "terminated", "exitCode")
 				if policy == "OnFailure" && code == 0 {
 					continue
 				}
-				last := exitText(code, s.str("lastState", "terminated", "reason"))
+				msg := fmt.Sprintf("container %s %s%s", name, exitText(code, s.str("lastState", "terminated", "reason")), restarted(restarts))
+				if w := (condition{Reason: s.str("state", "waiting", "reason"), Message: s.str("state", "waiting", "message")}).text(); w != "" {
+					msg += "; " + w
+				}
+				return Result{State: Degraded, Message: msg}, true
+			case restarts > 0 && s.has("state", "running"):
+				code := s.intOr(0, "lastState", "terminated", "exitCode")
+				if policy == "OnFailure" && code == 0 {
+					continue
+				}
+				msg := fmt.Sprintf("container %s %s%s", name, exitText(code, s.str("lastState", "terminated", "reason")), restarted(restarts))
 				started, ok := s.time("state", "running", "startedAt")
 				if !ok {
-					return result(Degraded, "container %s restarted %s, last %s", name, times(restarts), last), true
+					return Result{State: Degraded, Message: msg}, true
 				}
 				until := started.Add(RestartWindow)
 				if !now.Before(until) {
@@ -132,8 +135,8 @@ func crashingContainer(f *fields, policy string, now time.Time) (Result, bool) {
 				}
 				return Result{
 					State: Degraded,
-					Message: fmt.Sprintf("container %s restarted %s, last %s; running again since %s (counts as crash-looping until it has run %s)",
-						name, times(restarts), last, started.UTC().Format(time.RFC3339), RestartWindow),
+					Message: fmt.Sprintf("%s; running again since %s (counts as crash-looping until it has run %s)",
+						msg, started.UTC().Format(time.RFC3339), RestartWindow),
 					Until: until,
 				}, true
 			}
@@ -150,12 +153,15 @@ func exitText(code int64, reason string) string {
 	return fmt.Sprintf("exited with code %d (%s)", code, reason)
 }
 
-// times is "once", "2 times".
-func times(n int64) string {
-	if n == 1 {
-		return "once"
+// restarted is ", restarted 2 times"; "" for none.
+func restarted(n int64) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return ", restarted once"
 	}
-	return fmt.Sprintf("%d times", n)
+	return fmt.Sprintf(", restarted %d times", n)
 }
 
 // stuckContainer returns a message for the first container, init
@@ -198,9 +204,7 @@ func podFailure(f *fields) string {
 			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "container %s %s", s.str("name"), exitText(code, s.str("state", "terminated", "reason")))
-			if n := s.intOr(0, "restartCount"); n > 0 {
-				fmt.Fprintf(&b, ", restarted %s", times(n))
-			}
+			b.WriteString(restarted(s.intOr(0, "restartCount")))
 			// The container's message often repeats the pod's.
 			if m := s.str("state", "terminated", "message"); m != "" && m != message {
 				fmt.Fprintf(&b, ": %s", m)
