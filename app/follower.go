@@ -23,11 +23,13 @@ import (
 // replica becomes the leader: the reconciler takes over, starting from these
 // snapshots.
 type follower struct {
-	client    client.Client
-	cache     cache.Cache
-	fetcher   reconcile.Fetcher
-	store     *gitstore.Store
-	applier   *reconcile.Applier
+	client  client.Client
+	cache   cache.Cache
+	fetcher reconcile.Fetcher
+	store   *gitstore.Store
+	applier *reconcile.Applier
+	// caps are the cluster's capabilities for charts, as the leader's.
+	caps      *reconcile.ClusterCapabilities
 	elected   <-chan struct{}
 	namespace string
 	interval  time.Duration
@@ -125,7 +127,13 @@ func (f *follower) followOne(ctx context.Context, g *v1alpha1.Guard) error {
 	if g.Status.LastAppliedRevision == "" {
 		return nil // nothing in force yet
 	}
-	req, err := reconcile.Request(ctx, f.client, g, f.namespace)
+	// spec.helm.valuesFrom is read as the Guard's identity, as on the
+	// leader, so that both render the same.
+	values, err := f.applier.ForGuard(ctx, g.Name)
+	if err != nil {
+		return err
+	}
+	req, err := reconcile.RequestIn(ctx, f.client, g, f.namespace, reconcile.RenderCluster{Values: values.Client, Capabilities: f.caps})
 	if err != nil {
 		return err
 	}

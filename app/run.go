@@ -269,11 +269,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 			return err
 		}
 	}
+	// What charts see of the cluster (.Capabilities): asked by discovery,
+	// kept a minute (docs/rendering.md).
+	caps := &reconcile.ClusterCapabilities{Discovery: kube.Discovery(), Log: log.WithName("capabilities")}
 	gitFetcher := gitstore.NewFetcher(o.GitCacheDir, log.WithName("git"))
 	gitFetcher.SetOptions(o.Sources)
 	fetcher := sources.New(gitFetcher, filepath.Join(o.GitCacheDir, "artifacts"), log.WithName("sources"))
 	if o.LeaderElection {
-		if err := mgr.Add(&follower{client: mgr.GetClient(), cache: mgr.GetCache(), fetcher: fetcher, store: store, applier: applier,
+		if err := mgr.Add(&follower{client: mgr.GetClient(), cache: mgr.GetCache(), fetcher: fetcher, store: store, applier: applier, caps: caps,
 			elected: mgr.Elected(), namespace: o.Namespace, interval: o.DefaultInterval, log: log.WithName("follow")}); err != nil {
 			return err
 		}
@@ -282,7 +285,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		Client: mgr.GetClient(), Fetcher: fetcher, Store: store,
 		Applier: applier, Inventory: inventory, Audit: auditLog, Drift: watcher, SecretNamespace: o.Namespace,
 		DefaultInterval: o.DefaultInterval, Log: log.WithName("reconcile"),
-		Health: healthTracker, Events: mgr.GetEventRecorder("driftguard"), Concurrent: o.Concurrent, Shard: o.Shard,
+		Health: healthTracker, Events: mgr.GetEventRecorder("driftguard"), Concurrent: o.Concurrent, Shard: o.Shard, Capabilities: caps,
 	}
 	if webhookRules != nil {
 		rec.Protect = webhookRules.Sync

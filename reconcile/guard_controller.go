@@ -80,6 +80,9 @@ type GuardReconciler struct {
 	Events events.EventRecorder
 	// Concurrent is how many Guards are reconciled at once (default 4).
 	Concurrent int
+	// Capabilities are the cluster's, for Helm charts (.Capabilities);
+	// nil renders charts with Helm's defaults.
+	Capabilities *ClusterCapabilities
 	// Policy, when set, takes the admission policy from a path in one
 	// Guard's repository, at the revision that Guard has in force.
 	Policy *PolicySource
@@ -382,7 +385,8 @@ func notReadyFor(g *v1alpha1.Guard, reason, msg string) bool {
 // and renders it. A bad revision leaves the last good one in force.
 func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 	g := a.g
-	req, err := Request(ctx, r.Client, g, r.SecretNamespace)
+	// spec.helm.valuesFrom is read as the Guard's identity, as its writes.
+	req, err := RequestIn(ctx, r.Client, g, r.SecretNamespace, RenderCluster{Values: a.applier.Client, Capabilities: r.Capabilities})
 	if invalid := (*InvalidSourceError)(nil); errors.As(err, &invalid) {
 		r.stalled(g, "InvalidSource", err.Error())
 		return &ctrl.Result{}

@@ -23,8 +23,17 @@ const AgeKeySuffix = ".agekey"
 // spec.vars and spec.varsFrom, the Helm settings (the release is named
 // after the Guard unless spec.helm.releaseName says otherwise), and the age
 // keys of spec.decryption. Errors name the field, object and key at fault,
-// never a value.
+// never a value. It is RenderOptionsIn without a cluster: values of
+// spec.helm.valuesFrom are read with c, charts see Helm's default
+// capabilities.
 func RenderOptions(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (gitstore.RenderOptions, error) {
+	return RenderOptionsIn(ctx, c, g, defaultNamespace, RenderCluster{})
+}
+
+// RenderOptionsIn is RenderOptions with what rc reads from the cluster:
+// the values of spec.helm.valuesFrom, read from defaultNamespace (the
+// guard's own) with rc.Values, and the cluster's capabilities.
+func RenderOptionsIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string, rc RenderCluster) (gitstore.RenderOptions, error) {
 	var opts gitstore.RenderOptions
 	vars, fromSecrets, err := Vars(ctx, c, g, defaultNamespace)
 	if err != nil {
@@ -41,6 +50,17 @@ func RenderOptions(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defa
 		if h.Values != nil {
 			opts.Helm.Values = h.Values.Raw
 		}
+		values := rc.Values
+		if values == nil {
+			values = c
+		}
+		if opts.Helm.ValuesFrom, err = HelmValuesFrom(ctx, values, g, defaultNamespace); err != nil {
+			return opts, err
+		}
+		opts.Helm.PostRenderers = helmPostRenderers(h)
+	}
+	if opts.Helm.Capabilities, err = rc.Capabilities.Get(ctx); err != nil {
+		return opts, err
 	}
 	if d := g.Spec.Decryption; d != nil {
 		if d.Provider != "" && d.Provider != "sops" {

@@ -31,8 +31,15 @@ func (e *RenderSettingsError) Unwrap() error { return e.Err }
 // Request builds what the fetcher needs from a Guard's spec: which kind of
 // source, where, which revision, which path, the credentials of its
 // secretRef, and how to render (see RenderOptions). A spec that does not
-// name exactly one source is an *InvalidSourceError.
+// name exactly one source is an *InvalidSourceError. It is RequestIn
+// without a cluster (see RenderOptions).
 func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (gitstore.Request, error) {
+	return RequestIn(ctx, c, g, defaultNamespace, RenderCluster{})
+}
+
+// RequestIn is Request with what rc reads from the cluster for the render
+// (see RenderOptionsIn).
+func RequestIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string, rc RenderCluster) (gitstore.Request, error) {
 	req, ref, err := sourceRequest(&g.Spec)
 	if err != nil {
 		return req, err
@@ -60,7 +67,7 @@ func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNam
 			}
 		}
 	}
-	if req.Render, err = RenderOptions(ctx, c, g, defaultNamespace); err != nil {
+	if req.Render, err = RenderOptionsIn(ctx, c, g, defaultNamespace, rc); err != nil {
 		return req, &RenderSettingsError{Err: err}
 	}
 	req.Render.Credentials = credentialValues(req)

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +30,22 @@ func clusterClient(kubeconfig string) (client.Client, error) {
 		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: app.Scheme()})
+}
+
+// clusterCapabilities asks the cluster of kubeconfig what Helm charts see
+// of it (.Capabilities), as the guard does.
+func clusterCapabilities(kubeconfig string) (*reconcile.ClusterCapabilities, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &reconcile.ClusterCapabilities{Discovery: d}, nil
 }
 
 // runDirDiff compares the manifests in a local checkout with the cluster.
@@ -80,7 +97,13 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 	if err != nil {
 		return false, fmt.Errorf("guard %s: spec.%w", guard, err)
 	}
-	req, err := reconcile.Request(ctx, c, &g, namespace)
+	// The chart renders as the guard renders it: with the cluster's
+	// capabilities (spec.helm.valuesFrom is read with your own rights).
+	caps, err := clusterCapabilities(kubeconfig)
+	if err != nil {
+		return false, err
+	}
+	req, err := reconcile.RequestIn(ctx, c, &g, namespace, reconcile.RenderCluster{Capabilities: caps})
 	if err != nil {
 		return false, err
 	}

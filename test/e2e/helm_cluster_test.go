@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/test/harness"
+)
+
+// helmClusterChart needs the cluster: a kubeVersion Helm's default
+// (v1.20.0) does not meet, .Capabilities, values from a ConfigMap key and
+// from a Secret's whole values.yaml; a strict mode whose failure quotes
+// the Secret's password.
+var helmClusterChart = map[string]string{
+	"charts/hc/Chart.yaml":  "apiVersion: v2\nname: hc\nversion: 0.1.0\nkubeVersion: \">=1.21.0-0\"\n",
+	"charts/hc/values.yaml": "color: red\nsize: small\nstrict: false\ndb:\n  user: app\n  password: \"\"\n",
+	"charts/hc/templates/settings.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hc-settings
+data:
+  color: {{ .Values.color | quote }}
+  size: {{ .Values.size | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+  widgets: {{ .Capabilities.APIVersions.Has "helmcluster.example.com/v1/Widget" | quote }}
+`,
+	"charts/hc/templates/db.yaml": `{{- if .Values.strict }}{{ fail (printf "password %s is too weak" .Values.db.password) }}{{ end -}}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hc-db
+data:
+  dsn: "postgres://{{ .Values.db.user }}:{{ .Values.db.password }}@db/app"
+`,
+}
+
+// TestHelmFromTheCluster: a chart rendered with the cluster's
+// .Capabilities (its Kubernetes version, a CRD's kind), values from a
+// ConfigMap key and a Secret's values.yaml of the guard's namespace, and
+// post-render Kustomize patches (JSON 6902 with a target, strategic merge
+// naming the object). A change of the ConfigMap alone reaches the cluster;
+// the Secret's password reaches the object it is rendered into, but never
+// the Guard's status (even a chart failure that quotes it) or the audit.
+func TestHelmFromTheCluster(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const ns, guardNS = "helm-cluster", "driftguard-system"
+	const password = "Tr0ub4dor-and-3-horses"
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.helmcluster.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "helmcluster.example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Widget", Plural: "widgets", Singular: "widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}}}},
+		},
+	}
+	colors := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hc-colors", Namespace: guardNS},
+		Data: map[string]string{"color": "green", "values.yaml": "size: not-read\n"}}
+	createObjects(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		crd, colors,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hc-db", Namespace: guardNS},
+			Data: map[string][]byte{"values.yaml": []byte("db:\n  user: svc-user\n  password: " + password + "\n")}},
+	)
+	kube, err := kubernetes.NewForConfig(h.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	repo := h.NewGuard(t, "helm-cluster", true, helmClusterChart, func(s *v1alpha1.GuardSpec) {
+		s.Path = "charts/hc"
+		s.Helm = &v1alpha1.HelmSpec{
+			Namespace: ns,
+			ValuesFrom: []v1alpha1.HelmValuesReference{
+				{Kind: "ConfigMap", Name: "hc-colors", ValuesKey: "color", TargetPath: "color"},
+				{Kind: "Secret", Name: "hc-db"},
+				{Kind: "Secret", Name: "hc-not-there", Optional: true},
+			},
+			PostRenderers: []v1alpha1.HelmPostRenderer{{Kustomize: &v1alpha1.KustomizePostRenderer{Patches: []v1alpha1.KustomizePatch{
+				{Patch: `[{"op":"add","path":"/data/patched","value":"by-json6902"}]`, Target: &v1alpha1.PatchTarget{Kind: "ConfigMap", Name: "hc-set.*"}},
+				{Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hc-db\n  labels:\n    patched: strategic-merge\n"},
+			}}}},
+		}
+	})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+
+	// A CRD created just now may be seen only when the guard asks the
+	// cluster again (once a minute): the chart renders again then.
+	harness.Eventually(t, 100*time.Second, "hc-settings rendered with the cluster's capabilities and values", func() error {
+		cm, err := getConfigMap(t, ns, "hc-settings")
+		if err != nil {
+			return err
+		}
+		want := map[string]string{"color": "green", "size": "small", "kube": version.GitVersion, "widgets": "true", "patched": "by-json6902"}
+		for k, v := range want {
+			if cm.Data[k] != v {
+				return fmt.Errorf("data %v, want %v", cm.Data, want)
+			}
+		}
+		return nil
+	})
+	if version.GitVersion == "v1.20.0" {
+		t.Fatal("the API server says v1.20.0, Helm's default: the test cannot tell them apart")
+	}
+	db, err := getConfigMap(t, ns, "hc-db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.Data["dsn"] != "postgres://svc-user:"+password+"@db/app" || db.Labels["patched"] != "strategic-merge" {
+		t.Fatalf("hc-db: data %v labels %v; want the Secret's user and password, the strategic merge patch's label", db.Data, db.Labels)
+	}
+	rec := h.Audit.Wait(t, 10*time.Second, "apply record of hc-settings", func(r audit.Record) bool {
+		return r.Type == audit.Apply && r.Guard == repo.Guard && r.Object.Name == "hc-settings"
+	})
+	if rec.Source == nil || rec.Source.Path != "charts/hc/templates/settings.yaml" {
+		t.Fatalf("a patched object still names its template, got %+v", rec.Source)
+	}
+
+	// Only the ConfigMap changes: the same commit renders with its new value.
+	if err := h.Admin.Get(ctx, client.ObjectKeyFromObject(colors), colors); err != nil {
+		t.Fatal(err)
+	}
+	colors.Data["color"] = "blue"
+	if err := h.Admin.Update(ctx, colors); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "hc-settings follows the ConfigMap", func() error {
+		cm, err := getConfigMap(t, ns, "hc-settings")
+		if err != nil {
+			return err
+		}
+		if cm.Data["color"] != "blue" {
+			return fmt.Errorf("color %q", cm.Data["color"])
+		}
+		return nil
+	})
+
+	// A revision whose chart fails quoting the password: the status says
+	// why, with the password redacted.
+	strict := repo.Change(t, "strict", map[string]string{"charts/hc/values.yaml": strings.Replace(helmClusterChart["charts/hc/values.yaml"], "strict: false", "strict: true", 1)})
+	stalled := waitStalled(t, repo.Guard, strict)
+	if !strings.Contains(stalled.Message, "is too weak") || !strings.Contains(stalled.Message, redact.Marker) {
+		t.Fatalf("the condition must give the chart's failure, redacted: %s", stalled.Message)
+	}
+	status, err := json.Marshal(h.Guard(t, repo.Guard).Status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(status), password) {
+		t.Fatalf("the Guard's status reveals the Secret's password: %s", status)
+	}
+	h.Audit.Wait(t, 10*time.Second, "render failure record", func(r audit.Record) bool {
+		return r.Type == audit.Error && r.Guard == repo.Guard && r.Operation == "RENDER"
+	})
+	for _, r := range h.Audit.All() {
+		line, _ := json.Marshal(r)
+		if strings.Contains(string(line), password) {
+			t.Fatalf("an audit record reveals the Secret's password: %s", line)
+		}
+	}
+	if data, err := os.ReadFile(h.AuditFile); err == nil && strings.Contains(string(data), password) {
+		t.Fatal("the audit file reveals the Secret's password")
+	}
+	if db, err := getConfigMap(t, ns, "hc-db"); err != nil || !strings.Contains(db.Data["dsn"], password) {
+		t.Fatalf("the failed revision must leave the applied objects alone: %v %v", db.Data, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
