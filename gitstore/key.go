@@ -14,7 +14,12 @@ type ObjectKey struct{ Group, Kind, Namespace, Name string }
 // KeyOf returns the key of u.
 func KeyOf(u *unstructured.Unstructured) ObjectKey {
 	gvk := u.GroupVersionKind()
-	return ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
+	name := u.GetName()
+	if name == "" {
+		// A hook that names only a prefix (its name is given at create).
+		name = u.GetGenerateName()
+	}
+	return ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: name}
 }
 
 // String returns "group/Kind/namespace/name", e.g. "apps/Deployment/shop/web",

@@ -33,7 +33,7 @@ func Render(fsys fs.FS, dir string, src Source) ([]*Object, error) {
 // Flux does). Objects come in file order: paths sorted, then document
 // order. Empty documents are skipped; a List (kind List or *List with
 // items) expands to its items. Every object needs apiVersion, kind and
-// metadata.name.
+// metadata.name (or metadata.generateName, which only a hook may use).
 //
 // SOPS-encrypted files are decrypted in memory with opts.AgeKeys before
 // anything else reads them. With opts.Vars set, ${VAR} is then substituted
@@ -273,7 +273,11 @@ func validate(m map[string]any) error {
 	if _, set := m["metadata"]; set && !isMap {
 		return errors.New("metadata is not an object")
 	}
-	if name, ok := meta["name"].(string); !ok || name == "" {
+	// A hook (a Job run at a phase of the sync) may name only a prefix:
+	// the guard creates it, and the API server completes the name.
+	// Whether an object may do without a name is the reconciler's call.
+	name, _ := meta["name"].(string)
+	if generate, _ := meta["generateName"].(string); name == "" && generate == "" {
 		missing = append(missing, "metadata.name")
 	}
 	if ns, set := meta["namespace"]; set {

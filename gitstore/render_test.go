@@ -257,3 +257,39 @@ func TestRenderErrors(t *testing.T) {
 		})
 	}
 }
+
+// An object may name only metadata.generateName (a hook the guard creates);
+// its key holds the prefix, so two such objects of one prefix collide.
+func TestRenderGenerateName(t *testing.T) {
+	job := "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\n  namespace: shop\n"
+	tests := []struct {
+		name    string
+		fsys    fstest.MapFS
+		wantKey string
+		wantErr string
+	}{
+		{"generateName alone", files("a.yaml", job), "batch/Job/shop/migrate-", ""},
+		{"name and generateName: the name", files("a.yaml", job+"  name: migrate\n"), "batch/Job/shop/migrate", ""},
+		{"the same prefix twice", files("a.yaml", job+"---\n"+job), "", "duplicate object batch/Job/shop/migrate-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := Render(tt.fsys, "", Source{})
+			if err == nil {
+				_, err = NewSnapshot("u", "r", objs)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(objs) != 1 || objs[0].Key.String() != tt.wantKey {
+				t.Fatalf("objects %v, want one keyed %s", objs, tt.wantKey)
+			}
+		})
+	}
+}

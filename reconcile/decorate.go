@@ -14,23 +14,46 @@ import (
 	"github.com/driftguard/driftguard/gitstore"
 )
 
-// decorateOnce decorates each fetched snapshot once: the fetcher returns the
-// same snapshot while the revision is unchanged.
-func (r *GuardReconciler) decorateOnce(g *v1alpha1.Guard, fetched *gitstore.Snapshot) *gitstore.Snapshot {
+// prepared is a fetched snapshot as a Guard applies it: decorated, and
+// ordered into waves and hooks (or why it cannot be ordered).
+type prepared struct {
+	fetched, decorated *gitstore.Snapshot
+	plan               *SyncPlan // waves of decorated; hooks as the guard creates them
+	err                error     // a bad ordering annotation: the revision cannot be applied
+}
+
+// prepareOnce decorates and orders each fetched snapshot once: the fetcher
+// returns the same snapshot while the revision is unchanged.
+func (r *GuardReconciler) prepareOnce(g *v1alpha1.Guard, fetched *gitstore.Snapshot) *prepared {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if d, ok := r.decorated[g.Name]; ok && d[0] == fetched {
-		return d[1]
+	if p, ok := r.decorated[g.Name]; ok && p.fetched == fetched {
+		return p
+	}
+	p := &prepared{fetched: fetched}
+	// Ordered as Git has it, before decorating: the hooks' annotations
+	// are Git's, and the plan says which objects are hooks.
+	gitPlan, err := PlanSync(fetched.Objects)
+	if err != nil {
+		p.err = err
+		return p // not kept: nothing of it is applied
 	}
 	out := r.decorate(g, fetched)
 	if prev, ok := r.Store.Snapshot(g.Name); ok {
 		out.InheritServerValues(prev)
 	}
-	if r.decorated == nil {
-		r.decorated = map[string][2]*gitstore.Snapshot{}
+	plan, err := PlanSync(out.Objects)
+	if err != nil {
+		p.err = err // unreachable: the same annotations parsed above
+		return p
 	}
-	r.decorated[g.Name] = [2]*gitstore.Snapshot{fetched, out}
-	return out
+	plan.Hooks = SyncHooks(r.Client, g.Name, gitPlan)
+	p.decorated, p.plan = out, plan
+	if r.decorated == nil {
+		r.decorated = map[string]*prepared{}
+	}
+	r.decorated[g.Name] = p
+	return p
 }
 
 // decorate returns the snapshot as the guard applies it, keeping the
@@ -48,7 +71,9 @@ func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *
 
 // Decorate returns the snapshot as a guard applies it: every object carries
 // the inventory label (unless guard is empty), and a namespaced object Git
-// leaves without a namespace gets "default".
+// leaves without a namespace gets "default". Hooks (IsHook) are left out:
+// they are run at a phase of a sync (SyncHooks), never kept in sync,
+// guarded or pruned.
 func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore.Snapshot, error) {
 	// The Guard that fetched the snapshot finishes its objects in place and
 	// freezes them (gitstore.Object); another Guard of the same URL and path
@@ -58,6 +83,10 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 	objs := make([]*gitstore.Object, 0, len(snap.Objects))
 	rekeyed := false
 	for _, o := range snap.Objects {
+		if IsHook(o) {
+			rekeyed = true // a snapshot of fewer objects
+			continue
+		}
 		obj := o.Obj().Object
 		md, _ := obj["metadata"].(map[string]any)
 		if !inPlace {
@@ -109,4 +138,30 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 func namespaced(c client.Client, gvk schema.GroupVersionKind) bool {
 	ok, err := c.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
 	return err == nil && ok
+}
+
+// SyncHooks returns the hooks of a fetched snapshot as the guard creates
+// them: in their namespace ("default" for a namespaced object Git leaves
+// without one) and labelled HookLabel=guard, never GuardLabel, so that the
+// informer, the webhook and prune never take them for managed objects.
+// The hooks are copies; snap is not changed.
+func SyncHooks(c client.Client, guard string, plan *SyncPlan) []*Hook {
+	out := make([]*Hook, 0, len(plan.Hooks))
+	for _, h := range plan.Hooks {
+		u := h.Object.Obj().DeepCopy()
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		delete(labels, GuardLabel)
+		labels[HookLabel] = guard
+		u.SetLabels(labels)
+		if u.GetNamespace() == "" && namespaced(c, u.GroupVersionKind()) {
+			u.SetNamespace(corev1.NamespaceDefault)
+		}
+		cp := *h
+		cp.Object = gitstore.NewObjectFrom(u, h.Object)
+		out = append(out, &cp)
+	}
+	return out
 }

@@ -91,7 +91,7 @@ type GuardReconciler struct {
 	Shard string
 
 	mu        sync.Mutex
-	decorated map[string][2]*gitstore.Snapshot // guard -> {fetched, decorated}
+	decorated map[string]*prepared // guard -> its fetched snapshot, decorated and ordered
 	waits     map[string]waitStart
 	pushes    chan event.GenericEvent
 }
@@ -270,6 +270,10 @@ type attempt struct {
 	// applier writes as the Guard's identity (spec.serviceAccountName,
 	// --default-service-account, or the guard's own).
 	applier *Applier
+	plan    *SyncPlan // the revision's waves and hooks
+	// install: the Guard's first sync (no revision applied yet) runs
+	// Helm's install hooks, every later one its upgrade hooks.
+	install bool
 }
 
 // stop ends a reconcile with a result; nil goes on to the next step.
@@ -296,6 +300,9 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 		return *s, nil
 	}
 	if s := r.chooseRevision(ctx, a); s != nil {
+		return *s, nil
+	}
+	if s := r.prepare(ctx, a); s != nil {
 		return *s, nil
 	}
 	r.publish(ctx, a)
@@ -439,11 +446,41 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 	return nil
 }
 
+// prepare decorates the revision and orders it into waves and hooks
+// (PlanSync). A bad wave or hook annotation leaves the revision in force
+// as it is: Stalled InvalidSyncOrder, naming the object and the value,
+// until Git changes.
+func (r *GuardReconciler) prepare(ctx context.Context, a *attempt) stop {
+	g := a.g
+	p := r.prepareOnce(g, a.snap)
+	if p.err != nil {
+		msg := fmt.Sprintf("revision %s cannot be applied, %s stays in force: %v", short(a.rev), orNone(short(g.Status.LastAppliedRevision)), p.err)
+		if !stalledFor(g, ReasonInvalidSyncOrder, msg) {
+			r.event(g, corev1.EventTypeWarning, ReasonInvalidSyncOrder, msg)
+			r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "RENDER", Reason: ReasonInvalidSyncOrder, Error: p.err.Error(),
+				Source: &audit.Source{URL: SourceURL(g), Revision: a.rev}})
+		}
+		r.stalled(g, ReasonInvalidSyncOrder, msg)
+		return stopAfter(jitter(r.interval(g)))
+	}
+	a.snap, a.plan = p.decorated, p.plan
+	a.install = g.Status.LastAppliedRevision == ""
+	return nil
+}
+
+// ReasonInvalidSyncOrder: a revision's wave or hook annotations cannot be read.
+const ReasonInvalidSyncOrder = "InvalidSyncOrder"
+
+// stalledFor reports whether the Guard is Stalled already for reason and msg.
+func stalledFor(g *v1alpha1.Guard, reason, msg string) bool {
+	c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason && c.Message == msg
+}
+
 // publish makes the revision the desired state the informer and the
 // webhook compare against, brings the webhook's rules up to its kinds, and
 // loads the policy when this Guard's repository holds it.
 func (r *GuardReconciler) publish(ctx context.Context, a *attempt) {
-	a.snap = r.decorateOnce(a.g, a.snap)
 	r.Store.Set(a.g.Name, a.snap)
 	if r.Protect != nil {
 		if err := r.Protect(ctx); err != nil {
@@ -535,7 +572,8 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 		}
 	}
 	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, a.rev, a.snap, a.manual))
-	cs, err := a.applier.ApplyEach(ctx, objs, ApplyOptions{Force: g.Spec.Force}, func(e Entry) {
+	whole := a.manual || newRevision || r.Drift == nil // as toApply: the whole revision
+	cs, err := r.applyInOrder(ctx, a, objs, whole, ApplyOptions{Force: g.Spec.Force}, func(e Entry) {
 		if e.Action == Unchanged {
 			return
 		}
@@ -548,6 +586,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 	})
 	// What was applied is recorded even when the apply failed in part.
 	r.recordApplied(a, cs)
+	a.inv.SetWaves(a.plan)
 	saveErr := r.Inventory.Save(ctx, g, a.inv)
 	g.Status.Failed = nil
 	for _, e := range cs {
@@ -563,6 +602,9 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 			msg = fmt.Sprintf("%d of %d objects failed to apply, the rest are applied: %v", failed, len(cs), err)
 		}
 		reason = forbiddenOr(err, reason)
+		if step := (*SyncStepError)(nil); errors.As(err, &step) {
+			reason, msg = step.Reason, err.Error()
+		}
 		if saveErr != nil {
 			msg += "; " + saveErr.Error()
 		}

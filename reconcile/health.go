@@ -97,22 +97,52 @@ const ServiceRecheck = 5 * time.Second
 // Summarize returns the health of the objects of snap, or of the objects
 // spec.healthChecks names.
 func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *gitstore.Snapshot) HealthSummary {
-	type target struct {
-		gvk schema.GroupVersionKind
-		key gitstore.ObjectKey
-	}
-	var targets []target
+	var targets []healthTarget
 	if len(g.Spec.HealthChecks) > 0 {
 		for _, hc := range g.Spec.HealthChecks {
 			gv, _ := schema.ParseGroupVersion(hc.APIVersion)
 			gvk := gv.WithKind(hc.Kind)
-			targets = append(targets, target{gvk, gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: hc.Namespace, Name: hc.Name}})
+			targets = append(targets, healthTarget{gvk, gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: hc.Namespace, Name: hc.Name}})
 		}
 	} else if snap != nil {
 		for _, o := range snap.Objects {
-			targets = append(targets, target{o.GVK(), o.Key})
+			targets = append(targets, healthTarget{o.GVK(), o.Key})
 		}
 	}
+	sum := t.assess(ctx, g, targets)
+	t.mu.Lock()
+	if t.states == nil {
+		t.states = map[string]health.State{}
+	}
+	prev, seen := t.states[g.Name]
+	t.states[g.Name] = sum.State
+	t.mu.Unlock()
+	if seen && prev != sum.State && t.OnChange != nil {
+		t.OnChange(g, sum, prev)
+	}
+	if sum.RecheckAfter > 0 && t.Recheck != nil {
+		name := g.Name
+		time.AfterFunc(sum.RecheckAfter, func() { t.Recheck(name) })
+	}
+	return sum
+}
+
+// Assess returns the health of objs (a sync wave) without recording it as
+// the Guard's health.
+func (t *HealthTracker) Assess(ctx context.Context, g *v1alpha1.Guard, objs []*gitstore.Object) HealthSummary {
+	targets := make([]healthTarget, 0, len(objs))
+	for _, o := range objs {
+		targets = append(targets, healthTarget{o.GVK(), o.Key})
+	}
+	return t.assess(ctx, g, targets)
+}
+
+type healthTarget struct {
+	gvk schema.GroupVersionKind
+	key gitstore.ObjectKey
+}
+
+func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets []healthTarget) HealthSummary {
 	results := make([]health.Result, len(targets))
 	var recheck time.Duration
 	again := func(d time.Duration) {
@@ -169,20 +199,6 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		unhealthy = append(unhealthy[:maxUnhealthyListed], fmt.Sprintf("and %d more", len(unhealthy)-maxUnhealthyListed))
 	}
 	sum.Unhealthy = unhealthy
-	t.mu.Lock()
-	if t.states == nil {
-		t.states = map[string]health.State{}
-	}
-	prev, seen := t.states[g.Name]
-	t.states[g.Name] = sum.State
-	t.mu.Unlock()
-	if seen && prev != sum.State && t.OnChange != nil {
-		t.OnChange(g, sum, prev)
-	}
-	if recheck > 0 && t.Recheck != nil {
-		name := g.Name
-		time.AfterFunc(recheck, func() { t.Recheck(name) })
-	}
 	return sum
 }
 

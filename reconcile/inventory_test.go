@@ -22,6 +22,7 @@ func inventoryOf(entries map[gitstore.ObjectKey]InventoryItem) *Inventory {
 	inv := NewInventory()
 	for k, it := range entries {
 		inv.Put(k, it.Version, it.UID)
+		inv.items[k] = it // and its wave
 	}
 	inv.changed = false
 	return inv
@@ -34,19 +35,24 @@ func TestInventoryRoundTrip(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"one namespaced object", map[gitstore.ObjectKey]InventoryItem{
-			key("", "ConfigMap", "shop", "cfg"): {"v1", "u-1"},
+			key("", "ConfigMap", "shop", "cfg"): {"v1", "u-1", 0},
 		}},
 		{"cluster-scoped and namespaced, several kinds", map[gitstore.ObjectKey]InventoryItem{
-			key("", "Namespace", "", "shop"):                                             {"v1", "u-ns"},
-			key("apps", "Deployment", "shop", "web"):                                     {"v1", "u-web"},
-			key("apps", "Deployment", "shop", "api"):                                     {"v1", "u-api"},
-			key("apiextensions.k8s.io", "CustomResourceDefinition", "", "w.example.com"): {"v1", "u-crd"},
-			key("example.com", "Widget", "shop", "w"):                                    {"v1beta1", "u-w"},
+			key("", "Namespace", "", "shop"):                                             {"v1", "u-ns", 0},
+			key("apps", "Deployment", "shop", "web"):                                     {"v1", "u-web", 0},
+			key("apps", "Deployment", "shop", "api"):                                     {"v1", "u-api", 0},
+			key("apiextensions.k8s.io", "CustomResourceDefinition", "", "w.example.com"): {"v1", "u-crd", 0},
+			key("example.com", "Widget", "shop", "w"):                                    {"v1beta1", "u-w", 0},
+		}},
+		{"objects of sync waves, negative and positive", map[gitstore.ObjectKey]InventoryItem{
+			key("apps", "Deployment", "shop", "db"):  {"v1", "u-db", -2},
+			key("apps", "Deployment", "shop", "web"): {"v1", "u-web", 3},
+			key("", "Service", "shop", "web"):        {"v1", "u-svc", 0},
 		}},
 		{"one kind at two versions", map[gitstore.ObjectKey]InventoryItem{
-			key("example.com", "Widget", "a", "x"): {"v1", "u-x"},
-			key("example.com", "Widget", "b", "y"): {"v2", "u-y"},
-			key("example.com", "Widget", "c", "z"): {"v1", "u-z"},
+			key("example.com", "Widget", "a", "x"): {"v1", "u-x", 0},
+			key("example.com", "Widget", "b", "y"): {"v2", "u-y", 0},
+			key("example.com", "Widget", "c", "z"): {"v1", "u-z", 0},
 		}},
 	}
 	for _, tt := range tests {
@@ -136,7 +142,7 @@ func TestInventoryChanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stored := inventoryOf(map[gitstore.ObjectKey]InventoryItem{k: {"v1", "u1"}})
+			stored := inventoryOf(map[gitstore.ObjectKey]InventoryItem{k: {"v1", "u1", 0}})
 			inv := stored.Clone()
 			tt.do(inv)
 			if inv.Changed() != tt.want {
@@ -151,10 +157,10 @@ func TestInventoryChanged(t *testing.T) {
 
 func TestInventoryKinds(t *testing.T) {
 	inv := inventoryOf(map[gitstore.ObjectKey]InventoryItem{
-		key("apps", "Deployment", "a", "x"): {"v1", "1"},
-		key("apps", "Deployment", "b", "y"): {"v1", "2"},
-		key("", "ConfigMap", "a", "x"):      {"v1", "3"},
-		key("", "Namespace", "", "a"):       {"v1", "4"},
+		key("apps", "Deployment", "a", "x"): {"v1", "1", 0},
+		key("apps", "Deployment", "b", "y"): {"v1", "2", 0},
+		key("", "ConfigMap", "a", "x"):      {"v1", "3", 0},
+		key("", "Namespace", "", "a"):       {"v1", "4", 0},
 	})
 	want := []schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Namespace"}, {Group: "apps", Version: "v1", Kind: "Deployment"}}
 	if got := inv.Kinds(); !reflect.DeepEqual(got, want) {

@@ -55,8 +55,9 @@ func propagation(policy string) metav1.DeletionPropagation {
 // carries the label is kept and returned in Kept: the label marks objects
 // for the informer and the webhook, but anyone allowed to label an object
 // could otherwise have the guard delete it with its own rights.
-// Namespaces and CRDs go last, after what they held. Inventory entries whose
-// object is gone are dropped.
+// Objects are deleted in reverse sync wave order (pruneOrder); Namespaces
+// and CRDs go last, after what they held. Inventory entries whose object is
+// gone are dropped.
 func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *gitstore.Snapshot, inv *Inventory, policy metav1.DeletionPropagation) (PruneResult, error) {
 	kinds = pruneKinds(kinds, inv)
 	inGit := func(k gitstore.ObjectKey) bool { _, ok := snap.Get(k); return ok }
@@ -64,6 +65,7 @@ func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupV
 	var errs []error
 	listed := map[groupKind]bool{}
 	found := map[gitstore.ObjectKey]bool{}
+	var deletes []labelled
 	reader := a.reader()
 	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
@@ -92,18 +94,19 @@ func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupV
 		for _, k := range plan.Drop {
 			inv.Remove(k)
 		}
-		for _, it := range plan.Delete {
-			p, kept, err := a.pruneOne(ctx, it, policy)
-			switch {
-			case err != nil:
-				errs = append(errs, err)
-			case kept:
-				inv.Remove(it.Key)
-				res.Kept = append(res.Kept, p)
-			default:
-				inv.Remove(it.Key)
-				res.Deleted = append(res.Deleted, p)
-			}
+		deletes = append(deletes, plan.Delete...)
+	}
+	for _, it := range pruneOrder(deletes, inv) {
+		p, kept, err := a.pruneOne(ctx, it, policy)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case kept:
+			inv.Remove(it.Key)
+			res.Kept = append(res.Kept, p)
+		default:
+			inv.Remove(it.Key)
+			res.Deleted = append(res.Deleted, p)
 		}
 	}
 	for _, k := range goneFromInventory(inv, inGit, listed, found) {
@@ -131,6 +134,23 @@ func (a *Applier) pruneOne(ctx context.Context, it labelled, policy metav1.Delet
 		return p, true, nil
 	}
 	return p, false, fmt.Errorf("prune %s: %w", it.Key, a.forbidden(err, "delete", it.GVK, it.Key.Namespace))
+}
+
+// pruneOrder sorts what prune deletes: the highest sync wave first (the
+// wave the inventory recorded while Git held the object), namespaces and
+// definitions after everything else; otherwise in the order listed.
+func pruneOrder(items []labelled, inv *Inventory) []labelled {
+	wave := func(it labelled) int {
+		e, _ := inv.Get(it.Key)
+		return e.Wave
+	}
+	slices.SortStableFunc(items, func(x, y labelled) int {
+		if c := boolInt(pruneLate(x.GVK)) - boolInt(pruneLate(y.GVK)); c != 0 {
+			return c
+		}
+		return wave(y) - wave(x)
+	})
+	return items
 }
 
 // pruneKinds is kinds and the kinds of the inventory, namespaces and

@@ -22,10 +22,10 @@ func cm(name string, uid types.UID) labelled {
 func TestPlanPrune(t *testing.T) {
 	inGit := func(k gitstore.ObjectKey) bool { return k.Name == "in-git" }
 	inv := inventoryOf(map[gitstore.ObjectKey]InventoryItem{
-		key("", "ConfigMap", "team", "in-git"):    {"v1", "u-git"},
-		key("", "ConfigMap", "team", "applied"):   {"v1", "u-applied"},
-		key("", "ConfigMap", "team", "recreated"): {"v1", "u-old"},
-		key("", "ConfigMap", "team", "deleting"):  {"v1", "u-deleting"},
+		key("", "ConfigMap", "team", "in-git"):    {"v1", "u-git", 0},
+		key("", "ConfigMap", "team", "applied"):   {"v1", "u-applied", 0},
+		key("", "ConfigMap", "team", "recreated"): {"v1", "u-old", 0},
+		key("", "ConfigMap", "team", "deleting"):  {"v1", "u-deleting", 0},
 	})
 	deleting := cm("deleting", "u-deleting")
 	deleting.Deleting = true
@@ -76,11 +76,11 @@ func TestPlanPruneEmptyInventory(t *testing.T) {
 
 func TestGoneFromInventory(t *testing.T) {
 	inv := inventoryOf(map[gitstore.ObjectKey]InventoryItem{
-		key("", "ConfigMap", "team", "in-git"): {"v1", "1"},
-		key("", "ConfigMap", "team", "listed"): {"v1", "2"},
-		key("", "ConfigMap", "team", "gone"):   {"v1", "3"},
-		key("apps", "Deployment", "team", "x"): {"v1", "4"},
-		key("example.com", "Widget", "", "w"):  {"v1", "5"},
+		key("", "ConfigMap", "team", "in-git"): {"v1", "1", 0},
+		key("", "ConfigMap", "team", "listed"): {"v1", "2", 0},
+		key("", "ConfigMap", "team", "gone"):   {"v1", "3", 0},
+		key("apps", "Deployment", "team", "x"): {"v1", "4", 0},
+		key("example.com", "Widget", "", "w"):  {"v1", "5", 0},
 	})
 	inGit := func(k gitstore.ObjectKey) bool { return k.Name == "in-git" }
 	tests := []struct {
@@ -109,8 +109,8 @@ func TestPruneKindsLateAndFromInventory(t *testing.T) {
 	crd := schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	inv := inventoryOf(map[gitstore.ObjectKey]InventoryItem{
-		key("apps", "Deployment", "a", "x"): {"v1", "1"},
-		key("", "ConfigMap", "a", "c"):      {"v1", "2"},
+		key("apps", "Deployment", "a", "x"): {"v1", "1", 0},
+		key("", "ConfigMap", "a", "c"):      {"v1", "2", 0},
 	})
 	got := pruneKinds([]schema.GroupVersionKind{ns, crd, cmGVK}, inv)
 	want := []schema.GroupVersionKind{cmGVK, deploy, ns, crd}
