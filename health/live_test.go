@@ -138,7 +138,7 @@ func TestLiveCluster(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
 	cluster, err := devenv.Start(ctx, devenv.Options{Simulated: true})
 	if err != nil {
@@ -150,7 +150,7 @@ func TestLiveCluster(t *testing.T) {
 		}
 	})
 	file := filepath.Join(t.TempDir(), "shop.yaml")
-	if err := os.WriteFile(file, []byte(liveManifests), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(liveManifests+"---\n"+fieldManifests), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, errOut, err := cluster.Kubectl(ctx, cluster.AdminKubeconfig, "apply", "-f", file); err != nil {
@@ -225,6 +225,8 @@ func TestLiveCluster(t *testing.T) {
 	if got, err := assess(ctx, gvk("apps", "Deployment"), "huge"); err != nil || got != (Result{State: Progressing, Message: "0 of 1 updated replicas available"}) {
 		t.Errorf("Deployment huge: %s, %v", got, err)
 	}
+
+	checkField(t, ctx, cluster, c)
 }
 
 // eventually polls cond every 250ms until it returns nil, or fails the test
