@@ -15,6 +15,13 @@ type Options struct {
 	// a true answer skips the field and everything below it.
 	Ignore func(tokens []string) bool
 
+	// Schema is the kind's structure as the API server knows it (its
+	// OpenAPI; drift/schemas caches it per kind): it decides how each list
+	// is matched. Nil takes the schema client-go compiles in for a built-in
+	// kind; for other kinds without one, lists of objects with distinct
+	// names are matched by name and any other list is atomic.
+	Schema *Schema
+
 	// rules are the ignore rules For selected for one object; nil when none
 	// match, so the zero Options costs nothing.
 	rules *objectRules
@@ -41,7 +48,7 @@ const OwnAnnotationPrefix = "driftguard.io/"
 // Compare returns the fields Git sets whose live value differs. An empty
 // result means in sync. Secret values are redacted in the result.
 func Compare(desired, live map[string]any, opts Options) []Change {
-	c := comparer{opts: opts, tokens: make([]string, 0, 16)}
+	c := comparer{opts: opts, tokens: make([]string, 0, 16), desired: desired}
 	if isSecret(desired) {
 		desired = secretWithStringDataMerged(desired)
 		live = secretWithStringDataMerged(live)
@@ -50,7 +57,7 @@ func Compare(desired, live map[string]any, opts Options) []Change {
 	if opts.rules != nil {
 		c.hide = opts.rules.prepare(desired, c.secret)
 	}
-	c.object(desired, live)
+	c.object(desired, live, schemaFor(desired, opts).top())
 	if len(c.changes) > 1 {
 		// Map order is random; a stable order keeps messages and records diffable.
 		sort.Slice(c.changes, func(i, j int) bool { return c.changes[i].Path < c.changes[j].Path })
@@ -71,6 +78,25 @@ type comparer struct {
 	// hide holds the fields ignore rules hide from this comparison; its
 	// zero value hides nothing.
 	hide hider
+	// desired is the object Git declares; builtin caches whether its kind
+	// is built in (0 not yet known, 1 yes, -1 no), asked only at a null.
+	desired map[string]any
+	builtin int8
+}
+
+// nullIsEmpty reports whether a live null equals Git's value v (see
+// nullIsEmpty): only in a built-in kind.
+func (c *comparer) nullIsEmpty(v any) bool {
+	if !nullIsEmpty(v) {
+		return false
+	}
+	if c.builtin == 0 {
+		c.builtin = -1
+		if isBuiltin(c.desired) {
+			c.builtin = 1
+		}
+	}
+	return c.builtin == 1
 }
 
 // ignored reports whether the field at c.tokens, and everything below it, is
@@ -82,7 +108,7 @@ func (c *comparer) ignored() bool {
 	return c.hide.active && c.hide.hidden(c.tokens)
 }
 
-func (c *comparer) object(desired, live map[string]any) {
+func (c *comparer) object(desired, live map[string]any, t typ) {
 	for k, dv := range desired {
 		switch k {
 		case "status", "apiVersion", "kind":
@@ -92,17 +118,17 @@ func (c *comparer) object(desired, live map[string]any) {
 		case "metadata":
 			dm, _ := dv.(map[string]any)
 			lm, _ := live["metadata"].(map[string]any)
-			c.metadata(dm, lm)
+			c.metadata(dm, lm, t.field(k))
 			continue
 		}
 		c.push(k)
 		lv, ok := live[k]
-		c.value(dv, lv, ok)
+		c.value(dv, lv, ok, t.field(k))
 		c.pop()
 	}
 }
 
-func (c *comparer) metadata(desired, live map[string]any) {
+func (c *comparer) metadata(desired, live map[string]any, t typ) {
 	c.push("metadata")
 	defer c.pop()
 	if c.ignored() {
@@ -122,7 +148,7 @@ func (c *comparer) metadata(desired, live map[string]any) {
 			continue
 		}
 		c.push(k)
-		c.value(dv, lv, ok)
+		c.value(dv, lv, ok, t.field(k))
 		c.pop()
 	}
 }
@@ -136,7 +162,7 @@ func (c *comparer) annotations(desired, live any) {
 		}
 		lv, ok := lm[k]
 		c.push(k)
-		c.value(dv, lv, ok)
+		c.value(dv, lv, ok, typ{})
 		c.pop()
 	}
 }
@@ -148,7 +174,7 @@ func hasOwnPrefix(k string) bool {
 func (c *comparer) push(t string) { c.tokens = append(c.tokens, t) }
 func (c *comparer) pop()          { c.tokens = c.tokens[:len(c.tokens)-1] }
 
-func (c *comparer) value(desired, live any, present bool) {
+func (c *comparer) value(desired, live any, present bool, t typ) {
 	if desired == nil {
 		// An explicit null in Git expresses no opinion about the field.
 		return
@@ -157,6 +183,10 @@ func (c *comparer) value(desired, live any, present bool) {
 		return
 	}
 	if !present || live == nil {
+		if present && c.nullIsEmpty(desired) {
+			// The API server stores Git's empty value as this null.
+			return
+		}
 		// Git sets the field and the cluster lacks it. Where the API server
 		// itself drops Git's value (the empty values of omitempty fields:
 		// "hostNetwork: false", "annotations: {}"), the server values of
@@ -175,7 +205,7 @@ func (c *comparer) value(desired, live any, present bool) {
 		for k, dv := range d {
 			lv, ok := l[k]
 			c.push(k)
-			c.value(dv, lv, ok)
+			c.value(dv, lv, ok, t.field(k))
 			c.pop()
 		}
 	case []any:
@@ -184,7 +214,7 @@ func (c *comparer) value(desired, live any, present bool) {
 			c.record(desired, live, false)
 			return
 		}
-		c.list(d, l)
+		c.list(d, l, t)
 	default:
 		if !scalarEqual(desired, live) {
 			c.record(desired, live, false)
@@ -192,29 +222,33 @@ func (c *comparer) value(desired, live any, present bool) {
 	}
 }
 
-// list compares a list Git sets. Lists of objects that all carry a name are
-// matched by name, as the API server merges them (containers, env, volumes,
-// ports); elements others added are not drift. Any other list is atomic: it
-// must have the same length, and each element is compared in place.
-func (c *comparer) list(desired, live []any) {
-	if keyed := namesOf(desired); keyed != nil {
-		liveByName := make(map[string]map[string]any, len(live))
-		for _, lv := range live {
-			if m, ok := lv.(map[string]any); ok {
-				if n, ok := m["name"].(string); ok {
-					liveByName[n] = m
-				}
+// list compares a list Git sets, matching elements as the API server merges
+// the list (its schema: Schema): a map list by its key fields, a set by
+// value, in any order, elements others added not being drift; an atomic
+// list whole, element by element in place (fields Git does not set in an
+// element, such as defaults, are not compared). Without a schema a list of
+// objects with distinct names is matched by name, any other is atomic.
+func (c *comparer) list(desired, live []any, t typ) {
+	kind, keys := t.list()
+	et := t.elem()
+	switch kind {
+	case listSet:
+		keys = nil
+		fallthrough
+	case listMap:
+		if d, ok := indexKeys(desired, keys, et); ok {
+			if l, ok := indexKeys(live, keys, et); ok {
+				c.keyedList(desired, live, d, l, et, false)
+				return
 			}
 		}
-		for i, dv := range desired {
-			c.push(strconv.Itoa(i))
-			lm, ok := liveByName[keyed[i]]
-			// A missing element goes through value too, so ignore rules
-			// can hide it.
-			c.value(dv, lm, ok)
-			c.pop()
+	case listNames:
+		if d, ok := indexKeys(desired, keys, et); ok && d.distinct() {
+			if l, ok := indexKeys(live, keys, et); ok {
+				c.keyedList(desired, live, d, l, et, true)
+				return
+			}
 		}
-		return
 	}
 	if len(desired) != len(live) {
 		c.record(desired, live, false)
@@ -222,30 +256,77 @@ func (c *comparer) list(desired, live []any) {
 	}
 	for i := range desired {
 		c.push(strconv.Itoa(i))
-		c.value(desired[i], live[i], true)
+		c.value(desired[i], live[i], true, et)
 		c.pop()
 	}
 }
 
-// namesOf returns the name of each element when every element is an object
-// with a string name, else nil.
-func namesOf(list []any) []string {
-	if len(list) == 0 {
-		return nil
-	}
-	names := make([]string, len(list))
-	for i, v := range list {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
+// keyedList compares the elements of a keyed list by key. A key Git holds
+// once and the cluster several times is drift: applying Git's element
+// replaces them all with it, as server-side apply does. Where Git repeats a
+// key (which an apply refuses), its n-th element is compared with the
+// cluster's n-th of that key. lenient (no schema: matched by name only by
+// guess) takes a live element with a repeated name that matches, rather
+// than report drift the API server may not see.
+func (c *comparer) keyedList(desired, live []any, d, l keyed, et typ, lenient bool) {
+	var nth map[string]int // occurrence of each repeated desired key so far
+	for i, dv := range desired {
+		key := d.keys[i]
+		c.push(strconv.Itoa(i))
+		occ := 0
+		if d.at[key] < 0 {
+			if nth == nil {
+				nth = map[string]int{}
+			}
+			occ = nth[key]
+			nth[key]++
 		}
-		n, ok := m["name"].(string)
-		if !ok {
-			return nil
+		j, ok := l.at[key]
+		switch {
+		case !ok:
+			// A missing element goes through value too, so ignore rules
+			// can hide it.
+			c.value(dv, nil, false, et)
+		case j >= 0 && d.at[key] >= 0:
+			c.value(dv, live[j], true, et)
+		default:
+			c.repeated(dv, live, l.occurrences(key), occ, len(d.occurrences(key)), et, lenient)
 		}
-		names[i] = n
+		c.pop()
 	}
-	return names
+}
+
+// repeated compares the occ-th of n desired elements of one key with the
+// live elements at idx that share it.
+func (c *comparer) repeated(dv any, live []any, idx []int, occ, n int, et typ, lenient bool) {
+	if lenient && n == 1 {
+		for _, j := range idx {
+			before := len(c.changes)
+			c.value(dv, live[j], true, et)
+			if len(c.changes) == before {
+				return
+			}
+			c.changes = c.changes[:before]
+		}
+	}
+	if n == len(idx) || (lenient && n == 1) {
+		if occ < len(idx) {
+			c.value(dv, live[idx[occ]], true, et)
+		} else {
+			c.value(dv, nil, false, et)
+		}
+		return
+	}
+	if occ > 0 || c.ignored() {
+		return
+	}
+	// The cluster holds the key another number of times than Git: one
+	// change for the key, with the cluster's elements of it.
+	group := make([]any, len(idx))
+	for i, j := range idx {
+		group[i] = live[j]
+	}
+	c.record(dv, group, false)
 }
 
 func (c *comparer) record(desired, live any, missing bool) {

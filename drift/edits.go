@@ -34,13 +34,14 @@ var serverOwnedMetadata = map[string]bool{
 // and the fields opts hides.
 // Added fields have Added set and Old nil; removed ones Missing set and Live
 // nil. Desired is Git's value at the same path (nil where Git sets none).
-// Secret data is redacted. Lists whose elements all carry a distinct name are
-// matched by name; other lists element by element when their lengths agree,
-// else compared whole. Ignore rules address list elements by their index in
-// the desired list, as in Compare; an element Git lacks is hidden only with
-// its list.
+// Secret data is redacted. Lists are matched as in Compare, as the API server
+// merges them (map lists by key, sets by value; a key repeated on one side
+// is matched with the other side's elements of that key in order); atomic
+// lists element by element when their lengths agree, else compared whole.
+// Ignore rules address list elements by their index in the desired list, as
+// in Compare; an element Git lacks is hidden only with its list.
 func Edits(old, updated, desired map[string]any, opts Options) []Change {
-	e := editor{comparer: comparer{opts: opts, tokens: make([]string, 0, 16)}, path: make([]string, 0, 16)}
+	e := editor{comparer: comparer{opts: opts, tokens: make([]string, 0, 16), desired: updated}, path: make([]string, 0, 16)}
 	if isSecret(updated) || isSecret(old) {
 		old, updated = secretWithStringDataMerged(old), secretWithStringDataMerged(updated)
 		if desired != nil {
@@ -51,7 +52,11 @@ func Edits(old, updated, desired map[string]any, opts Options) []Change {
 	if opts.rules != nil {
 		e.hide = opts.rules.prepare(desired, e.secret)
 	}
-	e.top(old, updated, desired)
+	kindOf := desired
+	if kindOf == nil {
+		kindOf = updated
+	}
+	e.top(old, updated, desired, schemaFor(kindOf, opts).top())
 	sort.Slice(e.changes, func(i, j int) bool { return e.changes[i].Path < e.changes[j].Path })
 	return e.changes
 }
@@ -75,7 +80,7 @@ func (e *editor) leave() {
 	e.tokens = e.tokens[:len(e.tokens)-1]
 }
 
-func (e *editor) top(old, updated, desired map[string]any) {
+func (e *editor) top(old, updated, desired map[string]any, t typ) {
 	for _, k := range unionKeys(old, updated) {
 		switch k {
 		case "status", "apiVersion", "kind":
@@ -85,15 +90,15 @@ func (e *editor) top(old, updated, desired map[string]any) {
 			um, _ := updated[k].(map[string]any)
 			dm, _ := desired[k].(map[string]any)
 			e.enter(k, k)
-			e.metadata(om, um, dm)
+			e.metadata(om, um, dm, t.field(k))
 			e.leave()
 			continue
 		}
-		e.field(k, old, updated, desired)
+		e.field(k, old, updated, desired, t.field(k))
 	}
 }
 
-func (e *editor) metadata(old, updated, desired map[string]any) {
+func (e *editor) metadata(old, updated, desired map[string]any, t typ) {
 	for _, k := range unionKeys(old, updated) {
 		if serverOwnedMetadata[k] {
 			continue
@@ -107,24 +112,28 @@ func (e *editor) metadata(old, updated, desired map[string]any) {
 				if hasOwnPrefix(a) || ignoredAnnotations[a] {
 					continue
 				}
-				e.field(a, oa, ua, da)
+				e.field(a, oa, ua, da, typ{})
 			}
 			e.leave()
 			continue
 		}
-		e.field(k, old, updated, desired)
+		e.field(k, old, updated, desired, t.field(k))
 	}
 }
 
-func (e *editor) field(k string, old, updated, desired map[string]any) {
+func (e *editor) field(k string, old, updated, desired map[string]any, t typ) {
 	e.enter(k, k)
-	e.value(old[k], updated[k], desired[k])
+	e.value(old[k], updated[k], desired[k], t)
 	e.leave()
 }
 
 // value compares one field; nil stands for absent (a JSON null is no value).
-func (e *editor) value(old, updated, desired any) {
+func (e *editor) value(old, updated, desired any, t typ) {
 	if (old == nil && updated == nil) || e.ignored() {
+		return
+	}
+	if (old == nil && e.nullIsEmpty(updated)) || (updated == nil && e.nullIsEmpty(old)) {
+		// One value to the API server in a built-in kind (nullIsEmpty).
 		return
 	}
 	// A map one side lacks is reported key by key (a label removed with
@@ -134,7 +143,7 @@ func (e *editor) value(old, updated, desired any) {
 	if (oldMap && updated == nil && len(om) > 0) || (updMap && old == nil && len(um) > 0) {
 		d, _ := desired.(map[string]any)
 		for _, k := range unionKeys(om, um) {
-			e.field(k, om, um, d)
+			e.field(k, om, um, d, t.field(k))
 		}
 		return
 	}
@@ -144,14 +153,14 @@ func (e *editor) value(old, updated, desired any) {
 			if u, ok := updated.(map[string]any); ok {
 				d, _ := desired.(map[string]any)
 				for _, k := range unionKeys(o, u) {
-					e.field(k, o, u, d)
+					e.field(k, o, u, d, t.field(k))
 				}
 				return
 			}
 		case []any:
 			if u, ok := updated.([]any); ok {
 				d, _ := desired.([]any)
-				e.list(o, u, d)
+				e.list(o, u, d, t)
 				return
 			}
 		}
@@ -162,34 +171,25 @@ func (e *editor) value(old, updated, desired any) {
 	e.record(old, updated, desired)
 }
 
-func (e *editor) list(old, updated, desired []any) {
-	oldNames, updNames := distinctNames(old), distinctNames(updated)
-	if oldNames != nil && updNames != nil {
-		desiredAt := map[string]int{}
-		for i, n := range namesOf(desired) {
-			desiredAt[n] = i
-		}
-		oldAt := make(map[string]int, len(old))
-		for i, n := range oldNames {
-			oldAt[n] = i
-		}
-		for i, n := range updNames {
-			var o any
-			if j, ok := oldAt[n]; ok {
-				o = old[j]
+func (e *editor) list(old, updated, desired []any, t typ) {
+	kind, keys := t.list()
+	et := t.elem()
+	if kind == listSet {
+		keys = nil
+	}
+	if kind != listAtomic {
+		o, ook := indexKeys(old, keys, et)
+		u, uok := indexKeys(updated, keys, et)
+		// Without a schema, names match elements only where they are
+		// distinct on both sides.
+		if ook && uok && (kind != listNames || (o.distinct() && u.distinct())) {
+			d, dok := indexKeys(desired, keys, et)
+			if !dok {
+				d = keyed{}
 			}
-			e.element(strconv.Itoa(i), n, o, updated[i], desired, desiredAt)
+			e.keyedList(old, updated, desired, o, u, d, et)
+			return
 		}
-		updAt := make(map[string]bool, len(updated))
-		for _, n := range updNames {
-			updAt[n] = true
-		}
-		for j, n := range oldNames {
-			if !updAt[n] {
-				e.element(strconv.Itoa(j), n, old[j], nil, desired, desiredAt)
-			}
-		}
-		return
 	}
 	if len(old) != len(updated) {
 		e.record(old, updated, desired)
@@ -201,26 +201,67 @@ func (e *editor) list(old, updated, desired []any) {
 			d = desired[i]
 		}
 		e.enter(strconv.Itoa(i), strconv.Itoa(i))
-		e.value(old[i], updated[i], d)
+		e.value(old[i], updated[i], d, et)
 		e.leave()
 	}
 }
 
-// element compares the list element named name. Its desired token is its
+// keyedList pairs the n-th element of each key in updated with the n-th of
+// that key in old (and in desired, for the ignore rules' index and Git's
+// value); an updated element without a partner was added, an old one
+// without a partner removed.
+func (e *editor) keyedList(old, updated, desired []any, o, u, d keyed, et typ) {
+	nth := func(k keyed, key string, n int) (int, bool) {
+		if k.at == nil {
+			return 0, false
+		}
+		if j, ok := k.at[key]; ok && j >= 0 {
+			return j, n == 0
+		}
+		occ := k.occurrences(key)
+		if n < len(occ) {
+			return occ[n], true
+		}
+		return 0, false
+	}
+	seen := map[string]int{}
+	for i, key := range u.keys {
+		n := seen[key]
+		seen[key]++
+		var ov any
+		if j, ok := nth(o, key, n); ok {
+			ov = old[j]
+		}
+		e.element(strconv.Itoa(i), ov, updated[i], desired, d, key, n, et)
+	}
+	done := map[string]int{}
+	for j, key := range o.keys {
+		n := done[key]
+		done[key]++
+		if n >= seen[key] {
+			e.element(strconv.Itoa(j), old[j], nil, desired, d, key, n, et)
+		}
+	}
+}
+
+// element compares the n-th list element of key. Its desired token is its
 // index in the desired list, or "-" (which no rule addresses) when Git does
 // not have it.
-func (e *editor) element(path, name string, old, updated any, desired []any, desiredAt map[string]int) {
-	token, d := "-", any(nil)
-	if i, ok := desiredAt[name]; ok {
-		token, d = strconv.Itoa(i), desired[i]
+func (e *editor) element(path string, old, updated any, desired []any, d keyed, key string, n int, et typ) {
+	token, dv := "-", any(nil)
+	if d.at != nil {
+		occ := d.occurrences(key)
+		if n < len(occ) {
+			token, dv = strconv.Itoa(occ[n]), desired[occ[n]]
+		}
 	}
 	e.enter(path, token)
 	if (old == nil) != (updated == nil) {
 		if !e.ignored() {
-			e.record(old, updated, d) // an element added or removed whole
+			e.record(old, updated, dv) // an element added or removed whole
 		}
 	} else {
-		e.value(old, updated, d)
+		e.value(old, updated, dv, et)
 	}
 	e.leave()
 }
@@ -235,23 +276,6 @@ func (e *editor) record(old, updated, desired any) {
 	}
 	e.changes = append(e.changes, Change{Path: pointer(e.path), Old: old, Live: updated, Desired: desired,
 		Added: old == nil, Missing: updated == nil})
-}
-
-// distinctNames is namesOf for lists whose names are also distinct (a list
-// that repeats a name cannot be matched by it); an empty list has none.
-func distinctNames(list []any) []string {
-	if len(list) == 0 {
-		return []string{}
-	}
-	names := namesOf(list)
-	seen := make(map[string]bool, len(names))
-	for _, n := range names {
-		if seen[n] {
-			return nil
-		}
-		seen[n] = true
-	}
-	return names
 }
 
 // unionKeys returns the keys of a and b, sorted.

@@ -15,14 +15,14 @@ func WithoutIgnored(desired map[string]any, opts Options) map[string]any {
 	if opts.rules != nil {
 		c.hide = opts.rules.prepare(desired, isSecret(desired))
 	}
-	return c.stripMap(desired)
+	return c.stripMap(desired, schemaFor(desired, opts).top())
 }
 
-func (c *comparer) stripMap(m map[string]any) map[string]any {
+func (c *comparer) stripMap(m map[string]any, t typ) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, e := range m {
 		c.push(k)
-		if v, keep := c.stripValue(k, e); keep {
+		if v, keep := c.stripValue(k, e, t.field(k)); keep {
 			out[k] = v
 		}
 		c.pop()
@@ -32,15 +32,15 @@ func (c *comparer) stripMap(m map[string]any) map[string]any {
 
 // stripValue returns the value at c.tokens without hidden fields, and
 // whether the field stays at all.
-func (c *comparer) stripValue(key string, v any) (any, bool) {
+func (c *comparer) stripValue(key string, v any, t typ) (any, bool) {
 	if !c.identity(key) && c.ignored() {
 		return nil, false
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		return c.stripMap(x), true
+		return c.stripMap(x, t), true
 	case []any:
-		return c.stripList(x)
+		return c.stripList(x, t)
 	}
 	return v, true
 }
@@ -56,12 +56,23 @@ func (c *comparer) identity(key string) bool {
 	return false
 }
 
-func (c *comparer) stripList(list []any) ([]any, bool) {
-	keyed := namesOf(list) != nil
+// stripList leaves out the hidden elements of a map list or set (each is
+// owned on its own) and the whole of an atomic list with a hidden element.
+func (c *comparer) stripList(list []any, t typ) ([]any, bool) {
+	kind, keys := t.list()
+	et := t.elem()
+	keyed := false
+	switch kind {
+	case listMap, listSet:
+		keyed = true
+	case listNames:
+		k, ok := indexKeys(list, keys, et)
+		keyed = ok && k.distinct()
+	}
 	out := make([]any, 0, len(list))
 	for i, e := range list {
 		c.push(strconv.Itoa(i))
-		v, keep := c.stripValue("", e)
+		v, keep := c.stripValue("", e, et)
 		c.pop()
 		if !keep {
 			if !keyed {
