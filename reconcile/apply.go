@@ -277,6 +277,10 @@ func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstru
 		sent = drift.WithoutIgnored(sent, opts)
 	}
 	u := (&unstructured.Unstructured{Object: sent}).DeepCopy()
+	uidLabels := needsControllerUID(u)
+	if uidLabels && live != nil {
+		withControllerUID(u, live.GetUID())
+	}
 	applyOpts := []client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}
 	if dryRun {
 		applyOpts = append(applyOpts, client.DryRunAll)
@@ -284,14 +288,25 @@ func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstru
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
 		return Failed, nil, a.forbidden(err, "patch (server-side apply)", want.GVK(), want.Key.Namespace)
 	}
+	action := Configured
+	if createdJustNow(u) {
+		action = Created
+	}
+	if uidLabels && !dryRun && !hasControllerUID(u) {
+		// Created now (or again since the cache saw it): the UID is
+		// known only from the answer.
+		again := (&unstructured.Unstructured{Object: sent}).DeepCopy()
+		withControllerUID(again, u.GetUID())
+		if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(again), applyOpts...); err != nil {
+			return Failed, nil, fmt.Errorf("label the Job with its controller-uid: %w", a.forbidden(err, "patch (server-side apply)", want.GVK(), want.Key.Namespace))
+		}
+		u = again
+	}
 	want.SetServerValues(drift.ServerValuesOf(sent, u.Object, opts))
 	if !dryRun && a.Applied != nil {
 		a.Applied(u)
 	}
-	if createdJustNow(u) {
-		return Created, u, nil
-	}
-	return Configured, u, nil
+	return action, u, nil
 }
 
 // createdJustNow tells a create from an update by the managed fields: right

@@ -105,6 +105,11 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 					labels = map[string]any{}
 				}
 			}
+			if len(labels) == 0 {
+				// The labels the API server would have given the object
+				// had the guard's label not made its labels non-empty.
+				ServerDefaultedLabels(u, labels)
+			}
 			labels[GuardLabel] = guard
 			md["labels"] = labels
 		}

@@ -111,7 +111,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 	status := map[string]any{"driftedObjects": n, "drifted": orNull(names)}
 	after := g.Status.DeepCopy()
 	after.DriftedObjects, after.Drifted = n, names
-	if w.health && d.Health != nil && d.Store != nil && g.Status.LastAppliedRevision != "" {
+	if w.health && d.Health != nil && d.Store != nil && (g.Status.LastAppliedRevision != "" || g.Status.ManagedObjects > 0) {
 		if snap, ok := d.Store.Snapshot(guard); ok {
 			sum := d.Health.Summarize(ctx, &g, snap)
 			setHealth(after, sum)

@@ -608,6 +608,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 		if saveErr != nil {
 			msg += "; " + saveErr.Error()
 		}
+		r.reportPartial(ctx, a)
 		return cs, conflicts, r.failed(ctx, g, reason, msg)
 	}
 	if saveErr != nil {

@@ -1,0 +1,98 @@
+package reconcile
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Labels the API server puts on a Job's pod template when it generates the
+// Job's selector (spec.manualSelector unset), and so on a Job without
+// labels of its own.
+const (
+	JobNameLabel             = "batch.kubernetes.io/job-name"
+	LegacyJobNameLabel       = "job-name"
+	ControllerUIDLabel       = "batch.kubernetes.io/controller-uid"
+	LegacyControllerUIDLabel = "controller-uid"
+)
+
+var (
+	jobKind                   = schema.GroupKind{Group: "batch", Kind: "Job"}
+	replicationControllerKind = schema.GroupKind{Kind: "ReplicationController"}
+)
+
+// ServerDefaultedLabels adds to labels, the labels of an object Git gives
+// none, what the API server gives such an object as its labels: its
+// defaulting copies the pod template's labels to a Job (batch/v1
+// SetDefaults_Job) and a ReplicationController (v1
+// SetDefaults_ReplicationController) only while the object has no labels,
+// so the guard's own inventory label would stop it. A Job's template has,
+// besides Git's labels, the job-name labels the server adds when it
+// generates the selector; the controller-uid labels need the UID, which
+// the apply adds (withControllerUID). No other served kind defaults
+// anything from, or depending on, its labels: the apps/v1beta1 and
+// extensions/v1beta1 kinds that did are no longer served, and a
+// Namespace's kubernetes.io/metadata.name label is set whatever its labels.
+// It reports whether it added anything.
+func ServerDefaultedLabels(u *unstructured.Unstructured, labels map[string]any) bool {
+	gk := u.GroupVersionKind().GroupKind()
+	if gk != jobKind && gk != replicationControllerKind {
+		return false
+	}
+	template, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "metadata", "labels")
+	added := false
+	for k, v := range template {
+		if s, ok := v.(string); ok {
+			labels[k], added = s, true
+		}
+	}
+	if gk == jobKind && !manualSelector(u) {
+		for _, k := range []string{JobNameLabel, LegacyJobNameLabel} {
+			if _, ok := template[k]; !ok {
+				labels[k], added = u.GetName(), true
+			}
+		}
+	}
+	return added
+}
+
+func manualSelector(u *unstructured.Unstructured) bool {
+	v, _, _ := unstructured.NestedBool(u.Object, "spec", "manualSelector")
+	return v
+}
+
+// needsControllerUID reports whether the guard applies a Job with the
+// controller-uid labels of its UID: a Job labelled with its own job-name
+// (ServerDefaultedLabels gave it the labels the API server gives a Job
+// without labels) and without those labels in Git.
+func needsControllerUID(u *unstructured.Unstructured) bool {
+	if u.GroupVersionKind().GroupKind() != jobKind || manualSelector(u) {
+		return false
+	}
+	labels := u.GetLabels()
+	if labels[JobNameLabel] != u.GetName() {
+		return false
+	}
+	_, a := labels[ControllerUIDLabel]
+	_, b := labels[LegacyControllerUIDLabel]
+	return !a && !b
+}
+
+// withControllerUID sets the controller-uid labels of u to uid, as the API
+// server sets them on the Job's pod template.
+func withControllerUID(u *unstructured.Unstructured, uid types.UID) {
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[ControllerUIDLabel] = string(uid)
+	labels[LegacyControllerUIDLabel] = string(uid)
+	u.SetLabels(labels)
+}
+
+// hasControllerUID reports whether u carries the controller-uid labels of
+// its own UID.
+func hasControllerUID(u *unstructured.Unstructured) bool {
+	labels := u.GetLabels()
+	return u.GetUID() != "" && labels[ControllerUIDLabel] == string(u.GetUID()) && labels[LegacyControllerUIDLabel] == string(u.GetUID())
+}
