@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,11 +13,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/redact"
 	"github.com/driftguard/driftguard/test/harness"
 )
@@ -186,3 +191,81 @@ func TestHelmFromTheCluster(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestClusterCapabilitiesKeptAndRefreshed: the capabilities charts see are
+// the API server's (its version, a CRD's kind once it is served), kept for
+// the TTL, asked again after it, and the last answer stays in use when the
+// API server cannot be reached, where rendering with Helm's defaults would
+// render other objects.
+func TestClusterCapabilitiesKeptAndRefreshed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := discovery.NewDiscoveryClientForConfig(h.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 2 * time.Second
+	cc := &reconcile.ClusterCapabilities{Discovery: d, TTL: ttl}
+	first, err := cc.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := d.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.KubeVersion != version.GitVersion || !slices.Contains(first.APIVersions, "apps/v1") || !slices.Contains(first.APIVersions, "apps/v1/Deployment") {
+		t.Fatalf("capabilities %s with %d API versions: want the server's version, apps/v1 and apps/v1/Deployment", first.KubeVersion, len(first.APIVersions))
+	}
+	const kind = "capscache.example.com/v1/Gadget"
+	if slices.Contains(first.APIVersions, kind) {
+		t.Fatalf("%s before its CRD exists", kind)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gadgets.capscache.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "capscache.example.com", Scope: apiextensionsv1.ClusterScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Gadget", Plural: "gadgets", Singular: "gadget", ListKind: "GadgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}}}},
+		},
+	}
+	createObjects(t, crd)
+	harness.Eventually(t, 30*time.Second, "the CRD served", func() error {
+		_, err := d.ServerResourcesForGroupVersion("capscache.example.com/v1")
+		return err
+	})
+	// Within the TTL: the same answer, without asking.
+	if again, err := cc.Get(ctx); err != nil || again != first {
+		t.Fatalf("within the TTL: %p %v, want the kept answer %p", again, err, first)
+	}
+	var fresh *gitstore.Capabilities
+	harness.Eventually(t, 30*time.Second, "the new kind after the TTL", func() error {
+		if fresh, err = cc.Get(ctx); err != nil {
+			return err
+		}
+		if !slices.Contains(fresh.APIVersions, kind) {
+			return fmt.Errorf("%d API versions without %s", len(fresh.APIVersions), kind)
+		}
+		return nil
+	})
+
+	// The API server cannot be reached (a closed loopback port): the last
+	// answer stays; without one, an error.
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	down, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: fmt.Sprintf("http://127.0.0.1:%d", port), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.Discovery = down
+	time.Sleep(ttl)
+	if kept, err := cc.Get(ctx); err != nil || kept != fresh {
+		t.Fatalf("discovery failing: %p %v, want the last answer %p", kept, err, fresh)
+	}
+	if got, err := (&reconcile.ClusterCapabilities{Discovery: down}).Get(ctx); err == nil || got != nil || !strings.Contains(err.Error(), ".Capabilities") {
+		t.Fatalf("no answer yet and discovery failing: %v %v, want an error naming .Capabilities", got, err)
+	}
+}
