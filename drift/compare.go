@@ -135,7 +135,9 @@ func (c *comparer) metadata(desired, live map[string]any, t typ) {
 		return
 	}
 	for k, dv := range desired {
-		if serverSetMetadata[k] {
+		if serverSetMetadata[k] || k == "namespace" {
+			// The namespace is identity: the live object was found by it,
+			// and the API server drops a cluster-scoped object's.
 			continue
 		}
 		lv, ok := live[k]

@@ -19,6 +19,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/drift/schemas"
 	"github.com/driftguard/driftguard/gitstore"
 )
 
@@ -97,21 +98,25 @@ type Applier struct {
 	// Identities, when set, decide whom each Guard's writes act as
 	// (ForGuard); unset, every write is the guard's own.
 	Identities *Identities
+	// Schemas gives each kind's structure as the API server serves it, for
+	// the comparison's list semantics; nil uses client-go's built-in ones.
+	Schemas *schemas.Cache
 
 	identity Identity // whom Client acts as (As)
 }
 
-// Options returns the comparison options for a desired object and its live state.
+// Options returns the comparison options for a desired object and its live
+// state: its Guard's ignore rules and its kind's schema (Schemas).
 func (a *Applier) Options(desired *unstructured.Unstructured, live map[string]any) drift.Options {
-	if a.Rules == nil {
-		return drift.Options{}
-	}
-	rules := a.Rules(desired.GetLabels()[GuardLabel])
-	if len(rules) == 0 {
-		return drift.Options{}
-	}
 	gvk := desired.GroupVersionKind()
-	return drift.For(rules, gvk.Group, gvk.Kind, desired.GetNamespace(), desired.GetName(), live)
+	var opts drift.Options
+	if a.Rules != nil {
+		if rules := a.Rules(desired.GetLabels()[GuardLabel]); len(rules) > 0 {
+			opts = drift.For(rules, gvk.Group, gvk.Kind, desired.GetNamespace(), desired.GetName(), live)
+		}
+	}
+	opts.Schema = a.Schemas.For(gvk)
+	return opts
 }
 
 // Apply applies objects in stages: CustomResourceDefinitions and Namespaces

@@ -7,6 +7,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,6 +44,11 @@ func (a *Applier) waitEstablished(ctx context.Context, crds []*gitstore.Object) 
 	}
 	if rm, ok := a.Client.RESTMapper().(meta.ResettableRESTMapper); ok {
 		rm.Reset()
+	}
+	for _, o := range crds {
+		// The comparison reads the kinds' list semantics again.
+		group, _, _ := unstructured.NestedString(o.Obj().Object, "spec", "group")
+		a.Schemas.Forget(group)
 	}
 	return nil
 }

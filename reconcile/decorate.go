@@ -115,6 +115,11 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 		}
 		if u.GetNamespace() == "" && namespaced(c, u.GroupVersionKind()) {
 			md["namespace"] = corev1.NamespaceDefault
+		} else if u.GetNamespace() != "" && clusterScoped(c, u.GroupVersionKind()) {
+			// The API server drops a cluster-scoped object's namespace;
+			// keyed with Git's, the object would never be found by the
+			// key of its live self (informer, webhook, inventory).
+			delete(md, "namespace")
 		}
 		if inPlace {
 			if k := gitstore.KeyOf(u); k != o.Key {
@@ -143,6 +148,13 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 func namespaced(c client.Client, gvk schema.GroupVersionKind) bool {
 	ok, err := c.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
 	return err == nil && ok
+}
+
+// clusterScoped reports whether the API server knows gvk as cluster-scoped
+// (false while it does not know the kind at all).
+func clusterScoped(c client.Client, gvk schema.GroupVersionKind) bool {
+	ok, err := c.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
+	return err == nil && !ok
 }
 
 // SyncHooks returns the hooks of a fetched snapshot as the guard creates

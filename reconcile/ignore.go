@@ -25,15 +25,15 @@ func CompileIgnoreRules(rules []v1alpha1.IgnoreRule) ([]*drift.Rule, error) {
 // object, as the admission webhook decides it (drift.ForWrite): updated is
 // the object the write would store.
 func (a *Applier) WriteOptions(desired *unstructured.Unstructured, updated map[string]any, user string) drift.Options {
-	if a.Rules == nil {
-		return drift.Options{}
-	}
-	rules := a.Rules(desired.GetLabels()[GuardLabel])
-	if len(rules) == 0 {
-		return drift.Options{}
-	}
 	gvk := desired.GroupVersionKind()
-	return drift.ForWrite(rules, gvk.Group, gvk.Kind, desired.GetNamespace(), desired.GetName(), updated, user)
+	var opts drift.Options
+	if a.Rules != nil {
+		if rules := a.Rules(desired.GetLabels()[GuardLabel]); len(rules) > 0 {
+			opts = drift.ForWrite(rules, gvk.Group, gvk.Kind, desired.GetNamespace(), desired.GetName(), updated, user)
+		}
+	}
+	opts.Schema = a.Schemas.For(gvk)
+	return opts
 }
 
 // ReadIgnoreFile reads and compiles a YAML list of ignore rules, written as

@@ -16,6 +16,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/drift/schemas"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/redact"
@@ -46,6 +47,23 @@ func clusterCapabilities(kubeconfig string) (*reconcile.ClusterCapabilities, err
 		return nil, err
 	}
 	return &reconcile.ClusterCapabilities{Discovery: d}, nil
+}
+
+// clusterSchemas reads the list semantics of each kind from the OpenAPI of
+// the cluster of kubeconfig, as the guard does; nil (client-go's built-in
+// schemas) when no discovery client can be made for it.
+func clusterSchemas(kubeconfig string) *schemas.Cache {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	return schemas.New(d, logr.Discard())
 }
 
 // runDirDiff compares the manifests in a local checkout with the cluster.
@@ -79,7 +97,7 @@ func runDirDiff(ctx context.Context, out io.Writer, kubeconfig, dir, ignoreFile 
 	if snap, err = reconcile.Decorate(c, "", snap); err != nil {
 		return false, err
 	}
-	return compareWithCluster(ctx, out, c, snap, ignore)
+	return compareWithCluster(ctx, out, c, clusterSchemas(kubeconfig), snap, ignore)
 }
 
 // runGuardDiff compares a Guard's Git source with the cluster, object by
@@ -119,17 +137,17 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 	if snap, err = reconcile.Decorate(c, g.Name, snap); err != nil {
 		return false, err
 	}
-	return compareWithCluster(ctx, out, c, snap, ignore)
+	return compareWithCluster(ctx, out, c, clusterSchemas(kubeconfig), snap, ignore)
 }
 
 // compareWithCluster prints every object of snap that differs from the
 // cluster. An object whose text differs is checked with a server-side dry
 // run, as the guard does, so API server defaults and normalizations are not
 // shown as drift (without the right to patch, the text comparison stands).
-func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, snap *gitstore.Snapshot, ignore []*drift.Rule) (bool, error) {
+func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sch *schemas.Cache, snap *gitstore.Snapshot, ignore []*drift.Rule) (bool, error) {
 	rev := snap.Revision
 	redact.Secrets.Set(cliSecrets, snap.SensitiveValues())
-	applier := &reconcile.Applier{Client: c, Rules: func(string) []*drift.Rule { return ignore }}
+	applier := &reconcile.Applier{Client: c, Rules: func(string) []*drift.Rule { return ignore }, Schemas: sch}
 	differ := 0
 	for _, o := range snap.Objects {
 		live := &unstructured.Unstructured{}
