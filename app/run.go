@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -38,7 +39,6 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/drift/schemas"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/informer"
 	"github.com/driftguard/driftguard/notify"
@@ -70,6 +70,10 @@ func Scheme() *runtime.Scheme {
 	}
 	return s
 }
+
+// capabilitiesTimeout bounds one discovery of the cluster's capabilities
+// for Helm charts.
+const capabilitiesTimeout = 30 * time.Second
 
 // Run starts the guard against the cluster of cfg and blocks until ctx ends.
 // Audit records written to stdout go to out (os.Stdout when nil).
@@ -211,8 +215,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	if o.DefaultServiceAccount != "" {
 		log.Info("Guards without spec.serviceAccountName act as the default service account", "user", reconcile.ServiceAccountUser(o.Namespace, o.DefaultServiceAccount))
 	}
-	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules, Concurrency: o.ApplyConcurrency, Identities: identities,
-		Schemas: schemas.New(kube.Discovery(), log.WithName("schemas"))}
+	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules, Concurrency: o.ApplyConcurrency, Identities: identities}
 	// Stamps are signed with a key derived from the webhook's serving key.
 	stamps := stamp.NewSigner(stamp.KeyFromCertificate(servingCert))
 	watcher := &informer.Watcher{
@@ -273,7 +276,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	}
 	// What charts see of the cluster (.Capabilities): asked by discovery,
 	// kept a minute (docs/rendering.md).
-	caps := &reconcile.ClusterCapabilities{Discovery: kube.Discovery(), Log: log.WithName("capabilities")}
+	// Its own client, bounded in time: Get holds every chart's render
+	// while it asks.
+	discoveryCfg := rest.CopyConfig(cfg)
+	discoveryCfg.Timeout = capabilitiesTimeout
+	disc, err := discovery.NewDiscoveryClientForConfig(discoveryCfg)
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	caps := &reconcile.ClusterCapabilities{Discovery: disc, Log: log.WithName("capabilities")}
 	gitFetcher := gitstore.NewFetcher(o.GitCacheDir, log.WithName("git"))
 	gitFetcher.SetOptions(o.Sources)
 	fetcher := sources.New(gitFetcher, filepath.Join(o.GitCacheDir, "artifacts"), log.WithName("sources"))
