@@ -176,6 +176,11 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 				}
 			}
 		}
+		if !r.Until.IsZero() {
+			// The answer stops holding then without an event (a deadline,
+			// a restart window): look again just after it.
+			again(max(time.Until(r.Until), 0) + untilMargin)
+		}
 		results[i] = r
 	}
 	for i, a := range t.assessServices(ctx, reader, services) {
@@ -189,7 +194,9 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 	)
 	for i, r := range results {
 		states = append(states, r.State)
-		if r.State != health.Healthy {
+		// Worst: an object with no health of its own (NoHealth) is not
+		// listed as unhealthy.
+		if health.Worst(r.State) != health.Healthy {
 			unhealthy = append(unhealthy, fmt.Sprintf("%s: %s", targets[i].key.Display(), r))
 		}
 	}
@@ -202,8 +209,12 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 	return sum
 }
 
+// untilMargin is how long after a result's Until the summary is made
+// again, so that the result is then assessed afresh.
+const untilMargin = 100 * time.Millisecond
+
 func recheckUnless(r health.Result, after time.Duration) time.Duration {
-	if r.State == health.Healthy {
+	if health.Worst(r.State) == health.Healthy {
 		return 0
 	}
 	return after
