@@ -39,6 +39,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/drift/schemas"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/informer"
 	"github.com/driftguard/driftguard/notify"
@@ -215,7 +216,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	if o.DefaultServiceAccount != "" {
 		log.Info("Guards without spec.serviceAccountName act as the default service account", "user", reconcile.ServiceAccountUser(o.Namespace, o.DefaultServiceAccount))
 	}
-	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules, Concurrency: o.ApplyConcurrency, Identities: identities}
+	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: settings.IgnoreRules, Concurrency: o.ApplyConcurrency, Identities: identities,
+		Schemas: schemas.New(kube.Discovery(), log.WithName("schemas"))}
 	// Stamps are signed with a key derived from the webhook's serving key.
 	stamps := stamp.NewSigner(stamp.KeyFromCertificate(servingCert))
 	watcher := &informer.Watcher{
