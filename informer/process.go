@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -66,7 +67,11 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 			return nil
 		}
 	}
-	if w.state.mark(it, guard) {
+	var paths []string // nil: missing
+	if live != nil {
+		paths = changedPaths(changes)
+	}
+	if w.state.mark(it, guard, paths) {
 		w.notify(guard)
 	}
 
@@ -320,7 +325,7 @@ func policyResource(o *gitstore.Object) policy.Resource {
 // revert started from, so that a stale cache does not revert twice.
 type driftState struct {
 	mu       sync.Mutex
-	drifted  map[item]string // item -> guard
+	drifted  map[item]driftMark
 	revertRV map[item]string
 	recorded map[item]string // item -> live state and action last recorded
 	failed   map[item]string // item -> live state and error of the last failed revert recorded
@@ -344,7 +349,7 @@ func (s *driftState) isAccepted(it item) bool {
 }
 
 func newDriftState() *driftState {
-	return &driftState{drifted: map[item]string{}, revertRV: map[item]string{}, recorded: map[item]string{}, failed: map[item]string{}, accepted: map[item]bool{}}
+	return &driftState{drifted: map[item]driftMark{}, revertRV: map[item]string{}, recorded: map[item]string{}, failed: map[item]string{}, accepted: map[item]bool{}}
 }
 
 // recordedBefore reports whether this live state was already recorded with
@@ -363,20 +368,54 @@ func (s *driftState) recordedBefore(it item, live *unstructured.Unstructured, d 
 	return false
 }
 
-// mark records the object as drifted; it returns true when that is news.
-func (s *driftState) mark(it item, guard string) bool {
+// driftMark is a drifted object's guard and the paths that differ (nil
+// when the object is missing).
+type driftMark struct {
+	guard string
+	paths []string
+}
+
+// maxPathsKept bounds the paths kept of one drifted object.
+const maxPathsKept = 10
+
+// changedPaths returns the paths of changes, at most maxPathsKept.
+func changedPaths(changes []drift.Change) []string {
+	paths := make([]string, 0, min(len(changes), maxPathsKept))
+	for _, c := range changes {
+		if len(paths) == maxPathsKept {
+			break
+		}
+		if !slices.Contains(paths, c.Path) {
+			paths = append(paths, c.Path)
+		}
+	}
+	return paths
+}
+
+// mark records the object as drifted at paths (nil: missing); it returns
+// true when that is news (newly drifted, or at other paths).
+func (s *driftState) mark(it item, guard string, paths []string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, had := s.drifted[it]
-	s.drifted[it] = guard
-	return !had
+	old, had := s.drifted[it]
+	s.drifted[it] = driftMark{guard: guard, paths: paths}
+	return !had || old.guard != guard || !slices.Equal(old.paths, paths) || (old.paths == nil) != (paths == nil)
+}
+
+// pathsOf returns the paths at which the object drifted; ok is false when
+// it has not drifted, paths nil when it is missing.
+func (s *driftState) pathsOf(it item) (paths []string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.drifted[it]
+	return m.paths, ok
 }
 
 // clear forgets the object's drift; it returns the guard when it had drifted.
 func (s *driftState) clear(it item) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	guard := s.drifted[it]
+	guard := s.drifted[it].guard
 	delete(s.drifted, it)
 	delete(s.revertRV, it)
 	delete(s.recorded, it)
@@ -419,8 +458,8 @@ func (s *driftState) list(guard string, limit int) (int, []string) {
 	s.mu.Lock()
 	var names []string
 	n := 0
-	for it, g := range s.drifted {
-		if g == guard {
+	for it, m := range s.drifted {
+		if m.guard == guard {
 			n++
 			names = append(names, it.key().Display())
 		}

@@ -111,6 +111,12 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 	status := map[string]any{"driftedObjects": n, "drifted": orNull(names)}
 	after := g.Status.DeepCopy()
 	after.DriftedObjects, after.Drifted = n, names
+	if states, ok := d.Drift.(SyncStates); ok && d.Store != nil {
+		snap, _ := d.Store.Snapshot(guard)
+		after.Sync = SummarizeSync(snap, states)
+		setSyncMetric(guard, after.Sync)
+		status["sync"] = syncPatch(after.Sync)
+	}
 	if w.health && d.Health != nil && d.Store != nil && (g.Status.LastAppliedRevision != "" || g.Status.ManagedObjects > 0) {
 		if snap, ok := d.Store.Snapshot(guard); ok {
 			sum := d.Health.Summarize(ctx, &g, snap)

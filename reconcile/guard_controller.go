@@ -202,6 +202,7 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if r.Drift != nil {
 		g.Status.DriftedObjects, g.Status.Drifted = r.Drift.Drifted(g.Name, maxDriftedListed)
 		setDegraded(&g.Status, r.Drift.Fights(g.Name))
+		r.setSync(&g)
 	}
 	if r.Audit != nil {
 		setAuditCondition(&g.Status, r.Audit.SinkErrors())

@@ -41,7 +41,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, syncTotal, guardCondition, gitFetchDuration, managedObjects, driftedObjects)
+	metrics.Registry.MustRegister(reconcileDuration, syncTotal, guardCondition, gitFetchDuration, managedObjects, driftedObjects, syncStateObjects)
 }
 
 func observeFetch(d time.Duration) { gitFetchDuration.Observe(d.Seconds()) }
@@ -65,7 +65,7 @@ func observeGuard(g *v1alpha1.Guard, took time.Duration, result string) {
 
 // forgetGuardMetrics drops the series of a deleted Guard.
 func forgetGuardMetrics(guard string) {
-	for _, v := range []*prometheus.MetricVec{reconcileDuration.MetricVec, syncTotal.MetricVec, guardCondition.MetricVec, managedObjects.MetricVec, driftedObjects.MetricVec} {
+	for _, v := range []*prometheus.MetricVec{reconcileDuration.MetricVec, syncTotal.MetricVec, guardCondition.MetricVec, managedObjects.MetricVec, driftedObjects.MetricVec, syncStateObjects.MetricVec} {
 		v.DeletePartialMatch(prometheus.Labels{"guard": guard})
 	}
 }

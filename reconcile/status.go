@@ -62,6 +62,15 @@ func withoutSecrets(st *v1alpha1.GuardStatus) {
 			list[i] = redact.Secrets.String(list[i])
 		}
 	}
+	if st.Sync != nil {
+		for i := range st.Sync.Objects {
+			o := &st.Sync.Objects[i]
+			o.Object, o.Reason = redact.Secrets.String(o.Object), redact.Secrets.String(o.Reason)
+			for j := range o.Paths {
+				o.Paths[j] = redact.Secrets.String(o.Paths[j])
+			}
+		}
+	}
 }
 
 // setDegraded reports fights with other field managers as the Degraded condition.

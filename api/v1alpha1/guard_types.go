@@ -510,6 +510,12 @@ type GuardStatus struct {
 	// +optional
 	Drifted []string `json:"drifted,omitempty"`
 
+	// Sync counts the managed objects by sync state (InSync, OutOfSync,
+	// Unknown) and names up to 20 that are not in sync, with the paths
+	// that differ or why they cannot be compared.
+	// +optional
+	Sync *SyncSummary `json:"sync,omitempty"`
+
 	// Inventory lists the kinds applied from Git, so that objects of a kind that
 	// left Git entirely are still found and pruned.
 	// +optional
@@ -551,6 +557,48 @@ type GuardStatus struct {
 	// sync is requested, or its backoff has passed.
 	// +optional
 	RenderFailure *RenderFailure `json:"renderFailure,omitempty"`
+}
+
+// SyncState is whether a managed object is as Git says.
+// +kubebuilder:validation:Enum=InSync;OutOfSync;Unknown
+type SyncState string
+
+// Sync states of a managed object.
+const (
+	// InSync: the live object is as Git says.
+	InSync SyncState = "InSync"
+	// OutOfSync: it differs from Git (paths), or it is missing.
+	OutOfSync SyncState = "OutOfSync"
+	// Unknown: it cannot be compared (reason): its kind is not served or
+	// not watched yet, or its live state has not been read yet.
+	Unknown SyncState = "Unknown"
+)
+
+// SyncSummary is the sync state of a Guard's managed objects.
+type SyncSummary struct {
+	InSync    int `json:"inSync"`
+	OutOfSync int `json:"outOfSync"`
+	Unknown   int `json:"unknown"`
+	// Objects names up to 20 objects OutOfSync or Unknown, OutOfSync
+	// first; the counts are complete.
+	// +optional
+	// +listType=atomic
+	Objects []ObjectSync `json:"objects,omitempty"`
+}
+
+// ObjectSync is the sync state of one managed object that is not in sync.
+type ObjectSync struct {
+	// Object is "Kind namespace/name" ("Kind name" when cluster-scoped).
+	Object string    `json:"object"`
+	State  SyncState `json:"state"`
+	// Paths are the JSON pointers that differ (up to 10; "missing" when
+	// the object does not exist). Never values.
+	// +optional
+	// +listType=atomic
+	Paths []string `json:"paths,omitempty"`
+	// Reason says why an Unknown object cannot be compared.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // RenderFailure is a revision that failed to render.
