@@ -11,8 +11,14 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/gitstore"
 )
+
+// maxAuditDrainTimeout keeps --audit-drain-timeout well inside the 30 s
+// Kubernetes gives a pod between SIGTERM and SIGKILL, with room for the
+// rest of the shutdown.
+const maxAuditDrainTimeout = 20 * time.Second
 
 // Options are the process-level settings of the guard. Every field has a flag.
 type Options struct {
@@ -84,6 +90,10 @@ type Options struct {
 	AuditFileBackups int
 	AuditEvents      bool
 	AuditQueueSize   int
+	// AuditDrainTimeout bounds how long, at shutdown, the Event and
+	// notification sinks go on sending what they buffered
+	// (--audit-drain-timeout; docs/audit.md).
+	AuditDrainTimeout time.Duration
 
 	// RenderLimits bound what rendering one revision may read, decode and
 	// produce (--render-* flags; docs/security.md, "Rendering limits").
@@ -137,6 +147,7 @@ func DefaultOptions() Options {
 		AuditFileBackups:  5,
 		AuditEvents:       true,
 		AuditQueueSize:    4096,
+		AuditDrainTimeout: audit.DefaultAsyncDrain,
 		PolicyTimeout:     time.Second,
 		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
 		RenderLimits:      gitstore.DefaultLimits(),
@@ -195,6 +206,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.AuditFileBackups, "audit-file-max-backups", o.AuditFileBackups, "rotated audit files kept")
 	fs.BoolVar(&o.AuditEvents, "audit-events", o.AuditEvents, "also record drift and decisions as Kubernetes Events on the object")
 	fs.IntVar(&o.AuditQueueSize, "audit-queue-size", o.AuditQueueSize, "audit records buffered before writers wait (none is dropped)")
+	fs.DurationVar(&o.AuditDrainTimeout, "audit-drain-timeout", o.AuditDrainTimeout, "at shutdown, how long the Event and notification sinks may go on sending what they buffered; the rest is counted and logged as not sent (stdout and the file always get every record)")
 	o.RenderLimits.BindFlags(fs)
 	o.Sources.BindFlags(fs)
 	o.InstallOptions.bindFlags(fs)
@@ -263,6 +275,9 @@ func (o *Options) Validate() error {
 	}
 	if o.AuditQueueSize < 1 {
 		return fmt.Errorf("--audit-queue-size: must be at least 1, got %d", o.AuditQueueSize)
+	}
+	if o.AuditDrainTimeout < 0 || o.AuditDrainTimeout > maxAuditDrainTimeout {
+		return fmt.Errorf("--audit-drain-timeout: must be between 0 and %s (inside the 30 s Kubernetes waits after SIGTERM), got %s", maxAuditDrainTimeout, o.AuditDrainTimeout)
 	}
 	if err := o.RenderLimits.Validate(); err != nil {
 		return err

@@ -170,11 +170,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		if err != nil {
 			return fmt.Errorf("events client: %w", err)
 		}
-		sinks = append(sinks, audit.NewAsyncSink(audit.NewEventSink(evKube, "driftguard"), 1024, 4))
+		sinks = append(sinks, audit.NewAsyncSink(audit.NewEventSink(evKube, "driftguard"), 1024, 4, o.AuditDrainTimeout))
 	}
 	if o.NotifySecret != "" {
 		n := &notify.Sink{URL: secretValue(mgr.GetAPIReader(), o.Namespace, o.NotifySecret, "address"), Period: o.NotifyPeriod, Log: log.WithName("notify")}
-		sinks = append(sinks, audit.NewAsyncSink(n, 256, 1))
+		sinks = append(sinks, audit.NewAsyncSink(n, 256, 1, o.AuditDrainTimeout))
 	}
 	auditLog := audit.NewLogger(log.WithName("audit"), o.AuditQueueSize, sinks...)
 	if err := mgr.Add(auditLog); err != nil {

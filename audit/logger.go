@@ -20,6 +20,12 @@ const (
 	maxBatch = 1000
 	// defaultDrainTimeout bounds the final drain when the Logger stops.
 	defaultDrainTimeout = 30 * time.Second
+	// FailureLogInterval is how often, at most, the Logger writes a line
+	// about a sink that does not take records: the first failure at once,
+	// the ones after it summed up (records, failed writes, last error) in
+	// one line per interval, so a sink that falls behind under load (the
+	// Event sink) does not write a line per record.
+	FailureLogInterval = 10 * time.Second
 )
 
 // errClosed is the cause logged for a record given to a closed Logger.
@@ -50,9 +56,17 @@ type sinkState struct {
 	written atomic.Uint64
 	failed  atomic.Uint64
 	errs    prometheus.Counter
+	lost    prometheus.Counter // records the sink did not take
 
 	mu      sync.Mutex
 	lastErr error
+
+	// Failures not yet logged (see FailureLogInterval); guarded by sumMu.
+	sumMu      sync.Mutex
+	sumRecords uint64
+	sumWrites  int
+	sumErr     error
+	lastLogged time.Time
 }
 
 func (s *sinkState) setErr(err error) {
@@ -93,6 +107,7 @@ type Logger struct {
 	queue        chan *item // pointers: a queue of 4096 Records by value would hold 1.6 MB while empty
 	backoff      []time.Duration
 	drainTimeout time.Duration
+	failureEvery time.Duration // FailureLogInterval; shorter in tests
 
 	mu       sync.RWMutex // guards state; held for reading while a record is sent to queue (until stopping is closed)
 	state    lifecycle
@@ -129,6 +144,7 @@ func NewLogger(log logr.Logger, queueSize int, sinks ...Sink) *Logger {
 		queue:        make(chan *item, queueSize),
 		backoff:      defaultBackoff,
 		drainTimeout: defaultDrainTimeout,
+		failureEvery: FailureLogInterval,
 		stopping:     make(chan struct{}),
 		drained:      make(chan struct{}),
 	}
@@ -142,7 +158,8 @@ func NewLogger(log logr.Logger, queueSize int, sinks ...Sink) *Logger {
 		if n := seen[name]; n > 1 {
 			name += "#" + strconv.Itoa(n)
 		}
-		l.sinks = append(l.sinks, &sinkState{sink: s, name: name, errs: sinkErrorsTotal.WithLabelValues(name)})
+		l.sinks = append(l.sinks, &sinkState{sink: s, name: name,
+			errs: sinkErrorsTotal.WithLabelValues(name), lost: sinkFailedRecordsTotal.WithLabelValues(name)})
 	}
 	return l
 }
@@ -231,6 +248,8 @@ func (l *Logger) Start(ctx context.Context) error {
 
 	// Writes outlive ctx: records queued before the end must still be written.
 	writeCtx := context.WithoutCancel(ctx)
+	tick := time.NewTicker(l.failureEvery)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -239,6 +258,8 @@ func (l *Logger) Start(ctx context.Context) error {
 		case <-l.stopping:
 			l.shutdown(writeCtx)
 			return nil
+		case <-tick.C:
+			l.logFailures(false)
 		case it := <-l.queue:
 			l.process(writeCtx, l.collect(it))
 		}
@@ -311,10 +332,17 @@ func (l *Logger) Close() error {
 		l.mu.Lock() // waits for synchronous writes of stateStopped
 		l.state = stateClosed
 		l.mu.Unlock()
+		l.logFailures(true)
 
 		var errs []error
 		for _, s := range l.sinks {
 			if err := s.sink.Close(); err != nil {
+				// An async sink reports here what it did not send.
+				var pe *partialError
+				if errors.As(err, &pe) && pe.failed > 0 {
+					s.failed.Add(uint64(pe.failed))
+					s.lost.Add(float64(pe.failed))
+				}
 				errs = append(errs, fmt.Errorf("close audit sink %s: %w", s.name, err))
 			}
 		}
@@ -373,6 +401,7 @@ func (l *Logger) shutdown(ctx context.Context) {
 		}
 	}
 	queueLength.Set(0)
+	l.logFailures(true)
 
 	l.mu.Lock()
 	l.state = stateStopped
@@ -499,10 +528,43 @@ func (l *Logger) writeSink(ctx context.Context, s *sinkState, batch []Record) er
 	}
 	failed := failedCount(err, len(batch))
 	s.failed.Add(uint64(failed))
+	s.lost.Add(float64(failed))
 	s.written.Add(uint64(len(batch) - failed))
 	s.setErr(err)
-	l.log.Error(err, "audit sink did not take records", "sink", s.name, "records", failed)
+	l.noteFailure(s, failed, err)
 	return fmt.Errorf("audit sink %s: %w", s.name, err)
+}
+
+// noteFailure logs that s did not take records: at once when no line about
+// s was written in the last interval, else summed up for logFailures.
+func (l *Logger) noteFailure(s *sinkState, records int, err error) {
+	s.sumMu.Lock()
+	defer s.sumMu.Unlock()
+	if s.sumWrites == 0 && time.Since(s.lastLogged) >= l.failureEvery {
+		s.lastLogged = time.Now()
+		l.log.Error(err, "audit sink did not take records", "sink", s.name, "records", records)
+		return
+	}
+	s.sumRecords += uint64(records)
+	s.sumWrites++
+	s.sumErr = err
+}
+
+// logFailures writes one line per sink with failures not yet logged, once
+// an interval has passed since its last line (or at once with force): how
+// many records in how many writes, and the last error.
+func (l *Logger) logFailures(force bool) {
+	for _, s := range l.sinks {
+		s.sumMu.Lock()
+		if s.sumWrites > 0 && (force || time.Since(s.lastLogged) >= l.failureEvery) {
+			l.log.Error(s.sumErr, "audit sink did not take records", "sink", s.name, "records", s.sumRecords,
+				"failedWrites", s.sumWrites, "since", time.Since(s.lastLogged).Round(time.Millisecond).String(),
+				"summary", true)
+			s.sumRecords, s.sumWrites, s.sumErr = 0, 0, nil
+			s.lastLogged = time.Now()
+		}
+		s.sumMu.Unlock()
+	}
 }
 
 // safeWrite calls s.Write, turning a panic into an error so one bad sink

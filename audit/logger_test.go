@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -579,5 +581,75 @@ func TestPendingSinkErrorsBounded(t *testing.T) {
 	}
 	if err := flush(t, l); err != nil {
 		t.Fatalf("second Flush = %v, want nil", err)
+	}
+}
+
+// TestLoggerSummarisesSinkFailures: a sink that falls behind (an async
+// sink whose buffer is full, as the Event sink under a flood) fails a
+// write per record; the Logger logs the first at once and sums up the rest
+// in one line per interval, with every record counted in the lines, in
+// Stats and in driftguard_audit_sink_failed_records_total.
+func TestLoggerSummarisesSinkFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		interval  time.Duration
+		pauses    int // pauses of 120 ms spread over the run
+		wantLines func(n int) bool
+	}{
+		// One line at the first failure, one summary at shutdown.
+		{name: "run shorter than the interval", interval: time.Hour, pauses: 0, wantLines: func(n int) bool { return n == 2 }},
+		// About one line per interval: 5 pauses of 120 ms over 100 ms intervals.
+		{name: "several intervals", interval: 100 * time.Millisecond, pauses: 5, wantLines: func(n int) bool { return n >= 2 && n <= 12 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spy := &logSpy{}
+			good := &memSink{name: "stdout"}
+			gate := &slowSink{release: make(chan struct{})}
+			behind := NewAsyncSink(gate, 1, 1, time.Second)
+			l := newTestLogger(spy.logger(), 0, good, behind)
+			l.failureEvery = tc.interval
+			metric := sinkFailedRecordsTotal.WithLabelValues("slow")
+			before := counterValue(t, metric)
+			stop := startLogger(t, l)
+
+			const n = 300
+			for i := range n {
+				l.Log(context.Background(), rec(i))
+				_ = flush(t, l) // one record a batch, as under a flood of single records
+				if tc.pauses > 0 && i%(n/tc.pauses) == 0 {
+					time.Sleep(120 * time.Millisecond)
+				}
+			}
+			stop()
+			close(gate.release)
+
+			failed := l.Stats().Failed["slow"]
+			if failed < n-10 {
+				t.Fatalf("the sink behind failed %d of %d records; the test needs most to fail", failed, n)
+			}
+			lines := spy.matching("audit sink did not take records", `"sink"="slow"`)
+			if !tc.wantLines(len(lines)) {
+				t.Errorf("%d lines about the failing sink for %d failed records:\n%s", len(lines), failed, strings.Join(lines, "\n"))
+			}
+			var sum uint64
+			re := regexp.MustCompile(`"records"=(\d+)`)
+			for _, line := range lines {
+				m := re.FindStringSubmatch(line)
+				if m == nil {
+					t.Fatalf("line without a count: %s", line)
+				}
+				v, _ := strconv.ParseUint(m[1], 10, 64)
+				sum += v
+			}
+			if sum != failed {
+				t.Errorf("the lines count %d records, Stats %d", sum, failed)
+			}
+			if got := counterValue(t, metric) - before; got != float64(failed) {
+				t.Errorf("driftguard_audit_sink_failed_records_total{sink=slow} grew by %v, want %d", got, failed)
+			}
+			if got := len(good.got()); got != n {
+				t.Errorf("stdout sink got %d records, want %d", got, n)
+			}
+		})
 	}
 }

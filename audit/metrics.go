@@ -23,6 +23,10 @@ var (
 		Name: "driftguard_audit_sink_errors_total",
 		Help: "Failed writes of a batch of audit records to a sink, retries included.",
 	}, []string{"sink"})
+	sinkFailedRecordsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "driftguard_audit_sink_failed_records_total",
+		Help: "Audit records a sink did not take after its retries: a full buffer of the Event sink, a failed write, or still buffered when the drain time at shutdown ran out. The records are in the other sinks.",
+	}, []string{"sink"})
 	droppedTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "driftguard_audit_dropped_total",
 		Help: "Audit records that reached no sink and were written to the process log instead.",
@@ -40,6 +44,7 @@ func registerMetrics(log logr.Logger) {
 	metricsOnce.Do(func() {
 		recordsTotal = register(log, recordsTotal)
 		sinkErrorsTotal = register(log, sinkErrorsTotal)
+		sinkFailedRecordsTotal = register(log, sinkFailedRecordsTotal)
 		droppedTotal = register(log, droppedTotal)
 		queueLength = register(log, queueLength)
 	})
