@@ -269,3 +269,87 @@ func TestClusterCapabilitiesKeptAndRefreshed(t *testing.T) {
 		t.Fatalf("no answer yet and discovery failing: %v %v, want an error naming .Capabilities", got, err)
 	}
 }
+
+// TestHelmValuesFromReads: what spec.helm.valuesFrom reads from the API
+// server: a ConfigMap's values.yaml by default, another key, binaryData,
+// a Secret's key (marked secret), a targetPath carried over, optional
+// objects and keys skipped, and errors that name the field, the object and
+// the key, never a value.
+func TestHelmValuesFromReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const ns = "driftguard-system"
+	createObjects(t,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hvf-cm", Namespace: ns},
+			Data:       map[string]string{"values.yaml": "a: 1\n", "other": "b: 2\n"},
+			BinaryData: map[string][]byte{"bin": []byte("c: 3\n")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hvf-secret", Namespace: ns},
+			Data: map[string][]byte{"values.yaml": []byte("password: hvf-secret-value\n"), "token": []byte("hvf-token-value")}},
+	)
+	type got struct {
+		from, data, target string
+		secret             bool
+	}
+	for _, tc := range []struct {
+		name    string
+		refs    []v1alpha1.HelmValuesReference
+		want    []got
+		wantErr []string
+	}{{
+		name: "default key, another key, binaryData",
+		refs: []v1alpha1.HelmValuesReference{{Kind: "ConfigMap", Name: "hvf-cm"}, {Kind: "ConfigMap", Name: "hvf-cm", ValuesKey: "other"}, {Kind: "ConfigMap", Name: "hvf-cm", ValuesKey: "bin"}},
+		want: []got{
+			{from: "spec.helm.valuesFrom[0] (ConfigMap driftguard-system/hvf-cm, key values.yaml)", data: "a: 1\n"},
+			{from: "spec.helm.valuesFrom[1] (ConfigMap driftguard-system/hvf-cm, key other)", data: "b: 2\n"},
+			{from: "spec.helm.valuesFrom[2] (ConfigMap driftguard-system/hvf-cm, key bin)", data: "c: 3\n"},
+		},
+	}, {
+		name: "a Secret's values.yaml and a key at a target path, both secret",
+		refs: []v1alpha1.HelmValuesReference{{Kind: "Secret", Name: "hvf-secret"}, {Kind: "Secret", Name: "hvf-secret", ValuesKey: "token", TargetPath: "auth.token"}},
+		want: []got{
+			{from: "spec.helm.valuesFrom[0] (Secret driftguard-system/hvf-secret, key values.yaml)", data: "password: hvf-secret-value\n", secret: true},
+			{from: "spec.helm.valuesFrom[1] (Secret driftguard-system/hvf-secret, key token)", data: "hvf-token-value", target: "auth.token", secret: true},
+		},
+	}, {
+		name: "optional: a missing object or key is skipped",
+		refs: []v1alpha1.HelmValuesReference{{Kind: "Secret", Name: "hvf-none", Optional: true}, {Kind: "ConfigMap", Name: "hvf-cm", ValuesKey: "none", Optional: true}, {Kind: "ConfigMap", Name: "hvf-cm", ValuesKey: "other"}},
+		want: []got{{from: "spec.helm.valuesFrom[2] (ConfigMap driftguard-system/hvf-cm, key other)", data: "b: 2\n"}},
+	}, {
+		name:    "a missing object",
+		refs:    []v1alpha1.HelmValuesReference{{Kind: "ConfigMap", Name: "hvf-cm"}, {Kind: "Secret", Name: "hvf-none"}},
+		wantErr: []string{"spec.helm.valuesFrom[1]: secret driftguard-system/hvf-none", "not found"},
+	}, {
+		name:    "a missing key",
+		refs:    []v1alpha1.HelmValuesReference{{Kind: "Secret", Name: "hvf-secret", ValuesKey: "nope"}},
+		wantErr: []string{"spec.helm.valuesFrom[0]: Secret driftguard-system/hvf-secret has no key nope"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &v1alpha1.Guard{Spec: v1alpha1.GuardSpec{Helm: &v1alpha1.HelmSpec{ValuesFrom: tc.refs}}}
+			vals, err := reconcile.HelmValuesFrom(ctx, h.Admin, g, ns)
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("no error, want %q", tc.wantErr)
+				}
+				for _, s := range tc.wantErr {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not say %q", err, s)
+					}
+				}
+				if strings.Contains(err.Error(), "hvf-secret-value") || strings.Contains(err.Error(), "hvf-token-value") {
+					t.Errorf("error %q holds a value", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []got
+			for _, v := range vals {
+				out = append(out, got{from: v.From, data: string(v.Data), target: v.TargetPath, secret: v.Secret})
+			}
+			if !slices.Equal(out, tc.want) {
+				t.Fatalf("read %+v\nwant %+v", out, tc.want)
+			}
+		})
+	}
+}
