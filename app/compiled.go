@@ -3,7 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -19,6 +22,7 @@ import (
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/webhook"
 )
 
 // Admission modes (--admission-mode).
@@ -29,7 +33,23 @@ const (
 	// and record while the guard is up; the API server denies by itself
 	// what the default policy denies while it is not.
 	ModeBoth = "both"
+	// ModeCompiled leaves to the API server's compiled policies every
+	// update, delete and scale write of a managed object they can decide:
+	// the webhooks see only creates and what the policies leave to them.
+	ModeCompiled = "compiled"
 )
+
+// settle is how long the API server is given to load policies the guard
+// has just created before the webhooks stop deciding what they decide
+// (mode compiled), and before the API server's stamps are trusted: its
+// admission plugin picks up new policies and bindings from informers, and
+// until then admits what they would deny.
+const settle = 5 * time.Second
+
+// maxLeftoverObjects bounds the objects a webhook match condition names;
+// beyond it the resources of the objects the compiled policies leave to
+// the webhook stand for them.
+const maxLeftoverObjects = 200
 
 // compiledLayer keeps the compiled admission policies in force (mode both,
 // with the default policy) or removed (mode webhook, or a custom policy,
@@ -39,9 +59,78 @@ type compiledLayer struct {
 	cache  cache.Cache
 	mode   string
 	custom atomic.Bool
-	// inForce: the last sync wrote the policies (mode both, default policy).
+	// inForce: the last sync wrote the policies (mode both or compiled,
+	// default policy).
 	inForce atomic.Bool
-	log     logr.Logger
+	// leftover is what the last sync's index leaves to the webhooks;
+	// settling, what the first sync's will leave once the API server has
+	// loaded the new policies.
+	leftover, settling atomic.Pointer[webhook.Leftover]
+	// LeftoverChanged, when set, is called when Leftover changes (the
+	// webhook registrar's Changed).
+	LeftoverChanged func()
+	log             logr.Logger
+}
+
+// Leftover is what the webhooks decide of managed objects besides creates
+// (webhook.Registration.Leftover): nil (everything) but in mode compiled
+// with the compiled policies in force.
+func (l *compiledLayer) Leftover() *webhook.Leftover {
+	if l.mode != ModeCompiled || !l.inForce.Load() {
+		return nil
+	}
+	return l.leftover.Load()
+}
+
+// synced is told each index the keeper has put in force. The first after
+// the policies were not in force takes effect a settle later.
+func (l *compiledLayer) synced(ix compiled.Index) {
+	left := leftoverOf(ix)
+	if l.inForce.Load() {
+		l.publish(true, left)
+		return
+	}
+	if l.settling.Swap(left) == nil {
+		time.AfterFunc(settle, func() {
+			if left := l.settling.Swap(nil); left != nil {
+				l.publish(true, left)
+			}
+		})
+	}
+}
+
+// removing is told before the policies are removed, or when their state
+// is not known: the webhooks take everything back at once.
+func (l *compiledLayer) removing() {
+	l.settling.Store(nil)
+	l.publish(false, nil)
+}
+
+func (l *compiledLayer) publish(in bool, left *webhook.Leftover) {
+	wasIn, was := l.inForce.Swap(in), l.leftover.Swap(left)
+	if (wasIn != in || !reflect.DeepEqual(was, left)) && l.LeftoverChanged != nil {
+		l.LeftoverChanged()
+	}
+}
+
+// leftoverOf is what ix leaves to the webhooks.
+func leftoverOf(ix compiled.Index) *webhook.Leftover {
+	left := &webhook.Leftover{Users: ix.DeferredUsers()}
+	for _, f := range ix.Fallbacks {
+		r := webhook.Resource{Group: f.Object.Group, Resource: f.Resource}
+		if !slices.Contains(left.Resources, r) {
+			left.Resources = append(left.Resources, r)
+		}
+		left.Objects = append(left.Objects, f.Resource+"."+f.Object.Group+"_"+f.Object.Namespace+"/"+f.Object.Name)
+	}
+	slices.Sort(left.Objects)
+	left.Objects = slices.Compact(left.Objects)
+	if len(left.Objects) > maxLeftoverObjects {
+		left.Objects = nil
+	} else {
+		left.Resources = nil
+	}
+	return left
 }
 
 // StampsInForce reports whether the API server stamps every update of a
@@ -74,8 +163,8 @@ func newCompiledLayer(o Options, self string, c client.Client, reader client.Rea
 				Name: vwc.Name, UID: vwc.UID, BlockOwnerDeletion: ptr.To(false)}, nil
 		}
 	}
-	opts.Synced = func(compiled.Index) { l.inForce.Store(true) }
-	opts.Removed = func() { l.inForce.Store(false) }
+	opts.Synced = l.synced
+	opts.Removing, opts.Removed = l.removing, l.removing
 	l.keeper = compiled.NewKeeper(opts)
 	store.Subscribe(l.keeper.Changed)
 	return l
@@ -86,7 +175,7 @@ func newCompiledLayer(o Options, self string, c client.Client, reader client.Rea
 func (l *compiledLayer) PolicyLoaded(modules map[string]string) {
 	custom := !policy.IsDefault(modules)
 	if l.custom.Swap(custom) != custom {
-		if custom && l.mode == ModeBoth {
+		if custom && l.mode != ModeWebhook {
 			l.log.Info("a custom policy is in force: the compiled admission policies are removed, the webhook alone decides")
 		}
 		l.keeper.Changed()
@@ -108,7 +197,7 @@ func (l *compiledLayer) Start(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
-	return l.keeper.Run(ctx, func() bool { return l.mode == ModeBoth && !l.custom.Load() })
+	return l.keeper.Run(ctx, func() bool { return l.mode != ModeWebhook && !l.custom.Load() })
 }
 
 // compiledGuards lists this process's Guards. One without a snapshot in

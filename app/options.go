@@ -61,7 +61,8 @@ type Options struct {
 	WebhookRegister    bool
 	WebhookConfigName  string
 	FailurePolicy      string
-	// AdmissionMode is webhook or both (ModeWebhook, ModeBoth).
+	// AdmissionMode is webhook, both or compiled (ModeWebhook, ModeBoth,
+	// ModeCompiled).
 	AdmissionMode     string
 	WebhookTimeout    time.Duration
 	MaxInFlight       int
@@ -184,7 +185,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "folder with tls.crt, tls.key and ca.crt for the webhook (shared by replicas); empty generates a self-signed pair at start-up")
 	fs.BoolVar(&o.WebhookRegister, "webhook-register", o.WebhookRegister, "create or update the ValidatingWebhookConfiguration at start-up with the generated CA")
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "name of the ValidatingWebhookConfiguration")
-	fs.StringVar(&o.AdmissionMode, "admission-mode", o.AdmissionMode, "webhook: the guard's webhooks decide; both: the default policy is also compiled into ValidatingAdmissionPolicies the API server enforces while the guard is down (docs/policy.md)")
+	fs.StringVar(&o.AdmissionMode, "admission-mode", o.AdmissionMode, "webhook: the guard's webhooks decide; both: the default policy is also compiled into ValidatingAdmissionPolicies the API server enforces while the guard is down; compiled: the API server's policies alone decide what they can, the webhooks only creates and what the policies leave to them (docs/policy.md)")
 	fs.StringVar(&o.FailurePolicy, "failure-policy", o.FailurePolicy, "Fail or Ignore: what the API server and the guard do with a change the guard cannot decide")
 	fs.DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "how long the API server waits for the webhook (1s to 30s); the guard answers before")
 	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", o.MaxInFlight, "admission reviews decided at once; more wait until the deadline")
@@ -233,8 +234,8 @@ func (o Options) excludedNamespaces() []string {
 
 // Validate checks option values, naming the flag at fault.
 func (o *Options) Validate() error {
-	if o.AdmissionMode != ModeWebhook && o.AdmissionMode != ModeBoth {
-		return fmt.Errorf("--admission-mode: %q is neither %s nor %s", o.AdmissionMode, ModeWebhook, ModeBoth)
+	if !slices.Contains([]string{ModeWebhook, ModeBoth, ModeCompiled}, o.AdmissionMode) {
+		return fmt.Errorf("--admission-mode: %q is none of %s, %s, %s", o.AdmissionMode, ModeWebhook, ModeBoth, ModeCompiled)
 	}
 	if o.FailurePolicy != "Fail" && o.FailurePolicy != "Ignore" {
 		return fmt.Errorf("--failure-policy: %q is neither Fail nor Ignore", o.FailurePolicy)

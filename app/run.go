@@ -270,6 +270,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		if webhookRules, err = newRegistrar(cfg, mgr, kube, store, auditLog, o, log); err != nil {
 			return err
 		}
+		if o.AdmissionMode == ModeCompiled {
+			// Registered at once, before the policies are removed.
+			webhookRules.Leftover = layer.Leftover
+			layer.LeftoverChanged = func() {
+				if err := webhookRules.Sync(ctx); err != nil {
+					webhookRules.Changed() // retried by the registrar
+				}
+			}
+		}
 	}
 	if o.SelfProtect {
 		if err := mgr.Add(&protectionWatch{kube: kube, cache: mgr.GetCache(), namespace: o.Namespace, deployment: o.DeploymentName, shard: o.Shard, audit: auditLog, log: log.WithName("protect")}); err != nil {
@@ -423,7 +432,7 @@ func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []b
 			// guard does; they are all of its own namespace, whose pods can
 			// run as the guard itself anyway.
 			SkipUserPrefixes: []string{reconcile.ServiceAccountPrefix(o.Namespace)},
-			DecideInMutating: o.AdmissionMode == ModeBoth,
+			DecideInMutating: o.AdmissionMode != ModeWebhook,
 		}
 		if o.WebhookService != "" {
 			registration.ServiceNamespace, registration.ServiceName, registration.ServicePort = o.Namespace, o.WebhookService, o.WebhookServicePort

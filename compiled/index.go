@@ -49,7 +49,24 @@ type Index struct {
 type Fallback struct {
 	Guard  string
 	Object gitstore.ObjectKey
-	Reason string
+	// Resource is the object's resource (its group is Object.Group).
+	Resource string
+	Reason   string
+}
+
+// DeferredUsers are the users whose updates some shape leaves to the
+// webhook (managedFieldsManagers rules), sorted.
+func (ix Index) DeferredUsers() []string {
+	var out []string
+	for _, s := range ix.Shapes {
+		for _, u := range s.Defer {
+			if !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Key is an object's key in an index ConfigMap: resource.group_name (a
@@ -174,7 +191,7 @@ func buildPart(g Guard, key partKey, mapper meta.RESTMapper) *guardPart {
 			s.Paths, s.Defer = drift.AdmissionIgnores(g.Rules, gvk.Group, gvk.Kind, o.Key.Namespace, o.Key.Name, u.Object)
 		}
 		if !s.compilable() {
-			part.fallbacks = append(part.fallbacks, Fallback{Guard: g.Name, Object: o.Key, Reason: "an ignore rule hides a field inside a list element, which CEL cannot compare"})
+			part.fallbacks = append(part.fallbacks, Fallback{Guard: g.Name, Object: o.Key, Resource: m.Resource.Resource, Reason: "an ignore rule hides a field inside a list element, which CEL cannot compare"})
 			continue
 		}
 		if id := s.ID(); id != "" {
@@ -185,7 +202,7 @@ func buildPart(g Guard, key partKey, mapper meta.RESTMapper) *guardPart {
 		if namespaced {
 			ns = o.Key.Namespace
 		}
-		resources[Resource{Group: m.Resource.Group, Resource: m.Resource.Resource, Namespaced: namespaced}] = true
+		resources[Resource{Group: m.Resource.Group, Resource: m.Resource.Resource, Namespaced: namespaced, Mode: string(mode)}] = true
 		entries := part.namespaces[ns]
 		if entries == nil {
 			entries = map[string]string{}
@@ -222,16 +239,18 @@ func entryGuard(key, value string) (string, bool) {
 
 func sortResources(rs []Resource) {
 	slices.SortFunc(rs, func(a, b Resource) int {
-		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource))
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Mode, b.Mode))
 	})
 }
 
-// resourceOf reads the resource of an object's key (Key).
-func resourceOf(key string) (Resource, bool) {
+// resourceOf reads the resource of an object's entry (Key, and the value
+// whose first field is the mode).
+func resourceOf(key, value string) (Resource, bool) {
 	head, _, ok := strings.Cut(key, "_")
 	if !ok {
 		return Resource{}, false
 	}
 	res, group, ok := strings.Cut(head, ".")
-	return Resource{Group: group, Resource: res}, ok
+	mode, _, _ := strings.Cut(value, "|")
+	return Resource{Group: group, Resource: res, Mode: mode}, ok
 }

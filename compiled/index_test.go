@@ -92,7 +92,7 @@ func TestBuildIndex(t *testing.T) {
 	if g, ok := entryGuard(Key("", "configmaps", "settings"), shop[Key("", "configmaps", "settings")]); !ok || g != "shop" {
 		t.Errorf("entryGuard: %q %v", g, ok)
 	}
-	if r, ok := resourceOf(Key("rbac.authorization.k8s.io", "clusterroles", "reader")); !ok || r.Group != "rbac.authorization.k8s.io" || r.Resource != "clusterroles" {
+	if r, ok := resourceOf(Key("rbac.authorization.k8s.io", "clusterroles", "reader"), "deny||g|f.yaml:1"); !ok || r.Group != "rbac.authorization.k8s.io" || r.Resource != "clusterroles" || r.Mode != "deny" {
 		t.Errorf("resourceOf: %+v", r)
 	}
 }

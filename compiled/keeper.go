@@ -65,9 +65,10 @@ type KeeperOptions struct {
 	Resync time.Duration
 	// Synced, when set, is called after each successful sync.
 	Synced func(Index)
-	// Removed, when set, is called after Remove removed everything.
-	Removed func()
-	Log     logr.Logger
+	// Removing, when set, is called before Remove deletes anything (the
+	// webhooks take back what the policies decided); Removed after.
+	Removing, Removed func()
+	Log               logr.Logger
 }
 
 type writtenObject struct {
@@ -248,6 +249,9 @@ func (k *Keeper) Remove(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(live) > 0 && k.Removing != nil {
+		k.Removing()
+	}
 	if err := k.deleteAll(ctx, live, nil); err != nil {
 		return err
 	}
@@ -285,6 +289,9 @@ func (k *Keeper) live(ctx context.Context) (map[string]*metav1.PartialObjectMeta
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
+			if _, ok := k.Config.indexOf(o.Namespace, o.Name); l.gvk == cmGVK && !ok {
+				continue // a label anyone may set: not the guard's to delete
+			}
 			o.SetGroupVersionKind(l.gvk)
 			out[objectID(o)] = o
 		}
@@ -308,7 +315,31 @@ func (k *Keeper) apply(ctx context.Context, o client.Object) (int64, error) {
 		}
 		return 0, fmt.Errorf("apply %s: %w", objectID(o), err)
 	}
+	if cm, ok := o.(*corev1.ConfigMap); ok {
+		return 0, k.dropForeignEntries(ctx, cm, u)
+	}
 	return u.GetGeneration(), nil
+}
+
+// dropForeignEntries removes from an index ConfigMap the entries the guard
+// did not write (a server-side apply keeps the keys another manager owns:
+// a ConfigMap of the index's name made before the guard's policies were in
+// force), so that the policies read only what the guard wrote.
+func (k *Keeper) dropForeignEntries(ctx context.Context, want *corev1.ConfigMap, applied *unstructured.Unstructured) error {
+	data, _, err := unstructured.NestedStringMap(applied.Object, "data")
+	if err != nil {
+		return fmt.Errorf("read %s: %w", objectID(want), err)
+	}
+	if len(data) == len(want.Data) {
+		return nil // every wanted key is there: nothing else is
+	}
+	cm := want.DeepCopy()
+	cm.ResourceVersion = applied.GetResourceVersion()
+	if err := k.Client.Update(ctx, cm, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("replace %s, which held entries the guard did not write: %w", objectID(want), err)
+	}
+	k.Log.Info("removed entries the guard did not write from a compiled admission index", "object", objectID(want), "entries", len(data)-len(want.Data))
+	return nil
 }
 
 func (c Config) indexConfigMap(ns string, entries map[string]string) *corev1.ConfigMap {
@@ -391,6 +422,18 @@ func digestOf(o client.Object) (string, error) {
 	return hex.EncodeToString(h[:12]), nil
 }
 
+// indexOf reports whether the ConfigMap namespace/name is an index, and
+// of which namespace ("" for cluster-scoped objects).
+func (c Config) indexOf(namespace, name string) (string, bool) {
+	switch {
+	case name == c.ClusterIndexName() && namespace == c.Namespace:
+		return "", true
+	case name == c.IndexName():
+		return namespace, true
+	}
+	return "", false
+}
+
 // keepPending copies into ix what the live index holds for pending Guards,
 // so that a process that starts does not open what its last one protected
 // while it reads Git again.
@@ -409,9 +452,9 @@ func (k *Keeper) keepPending(ctx context.Context, guards []Guard, ix *Index) err
 		return fmt.Errorf("list the index: %w", err)
 	}
 	for _, cm := range list.Items {
-		ns := cm.Namespace
-		if cm.Name == k.Config.ClusterIndexName() && cm.Namespace == k.Config.Namespace {
-			ns = ""
+		ns, ok := k.Config.indexOf(cm.Namespace, cm.Name)
+		if !ok {
+			continue
 		}
 		for key, v := range cm.Data {
 			guard, ok := entryGuard(key, v)
@@ -422,7 +465,7 @@ func (k *Keeper) keepPending(ctx context.Context, guards []Guard, ix *Index) err
 				ix.Namespaces[ns] = map[string]string{}
 			}
 			ix.Namespaces[ns][key] = v
-			if r, ok := resourceOf(key); ok {
+			if r, ok := resourceOf(key, v); ok {
 				r.Namespaced = ns != ""
 				if !slices.Contains(ix.Resources, r) {
 					ix.Resources = append(ix.Resources, r)

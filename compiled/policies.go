@@ -14,10 +14,16 @@ import (
 	"github.com/driftguard/driftguard/reconcile"
 )
 
-// Resource is a resource the snapshots hold objects of.
+// Resource is a resource the snapshots hold objects of, in one mode: a
+// resource with objects in both modes is listed twice. Only the policy of
+// a mode some object is in matches a resource: each policy the API server
+// evaluates for a request costs it a conversion of the object and the
+// index (docs/performance.md).
 type Resource struct {
 	Group, Resource string
 	Namespaced      bool
+	// Mode is the index mode (deny, warn) of some of its objects.
+	Mode string
 }
 
 // Config is what the compiled policies are made of besides the index.
@@ -111,14 +117,16 @@ func (c Config) Policies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy
 func (c Config) rules(k policyKind) []admissionregistrationv1.NamedRuleWithOperations {
 	byGroup := map[string][]string{}
 	for _, r := range c.Resources {
-		if r.Namespaced == k.cluster || (k.scale && !r.Namespaced) {
+		if r.Namespaced == k.cluster || (k.scale && !r.Namespaced) || (k.mode != "" && r.Mode != k.mode) {
 			continue
 		}
 		res := r.Resource
 		if k.scale {
 			res += "/scale"
 		}
-		byGroup[r.Group] = append(byGroup[r.Group], res)
+		if !slices.Contains(byGroup[r.Group], res) {
+			byGroup[r.Group] = append(byGroup[r.Group], res)
+		}
 	}
 	groups := make([]string, 0, len(byGroup))
 	for g := range byGroup {
@@ -182,9 +190,13 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 		allowed = `variables.mode != "` + k.mode + `" || variables.deferred || variables.breakGlass || request.operation == "UPDATE" && variables.unchanged`
 		changed = fmt.Sprintf(`(request.operation == "DELETE" ? " (delete)" : " (changed: " + (object.filter(k, !(k in %[1]s) && (!(k in oldObject) || object[k] != oldObject[k])) + oldObject.filter(k, !(k in %[1]s) && !(k in object)) + (variables.newLabels != variables.oldLabels ? ["metadata.labels"] : []) + (variables.newAnnotations != variables.oldAnnotations ? ["metadata.annotations"] : []) + (object.metadata.?ownerReferences.orValue([]) != oldObject.metadata.?ownerReferences.orValue([]) ? ["metadata.ownerReferences"] : []) + (object.metadata.?finalizers.orValue([]) != oldObject.metadata.?finalizers.orValue([]) ? ["metadata.finalizers"] : [])).join(", ") + ")")`, list(topLevel))
 	}
-	verb := "are not allowed"
+	// The writers the default policy always allows are left out first, in
+	// the validation itself: a match condition would cost the API server
+	// one more conversion of the object and the index per request.
+	allowed = c.exempt() + " || " + allowed
+	verb := denyVerb // ParseDenial reads the message back
 	if k.mode == "warn" {
-		verb = "are reverted by the guard"
+		verb = warnVerb
 	}
 	message := fmt.Sprintf(`"changes to objects managed by Git %s: " + request.resource.resource + "/" + request.name + " comes from " + variables.source + " in " + variables.git[1] + " at revision " + variables.git[0] + " (Guard " + variables.guard + "); change it there" + %s`, verb, changed)
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -193,7 +205,6 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
 			MatchConstraints: match,
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConditions:  c.matchConditions(),
 			Variables:        vars,
 			Validations: []admissionregistrationv1.Validation{{
 				Expression:        allowed,
@@ -220,26 +231,29 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 	return p, b
 }
 
-// matchConditions leave out, before anything is read, the writers the
-// default policy always allows.
-func (c Config) matchConditions() []admissionregistrationv1.MatchCondition {
+// exempt is true for the writers the default policy always allows: the
+// guard, and the control plane (which updates and scales; of it only the
+// namespace controller and the controller manager delete).
+func (c Config) exempt() string {
 	prefixes := make([]string, len(systemPrefixes))
 	for i, p := range systemPrefixes {
 		prefixes[i] = fmt.Sprintf("(request.userInfo.username.startsWith(%s) && size(request.userInfo.username) > %d)", lit(p), len(p))
 	}
-	return []admissionregistrationv1.MatchCondition{
-		c.notTheGuard(),
-		{Name: "not-a-system-controller", Expression: fmt.Sprintf(`request.operation == "DELETE" ? !(request.userInfo.username in %s) : !(request.userInfo.username in %s || %s)`,
-			list(deleteControllers), list(systemUsers), strings.Join(prefixes, " || "))},
-	}
+	return fmt.Sprintf(`%s || (request.operation == "DELETE" ? request.userInfo.username in %s : (request.userInfo.username in %s || %s))`,
+		c.guardUser(), list(deleteControllers), list(systemUsers), strings.Join(prefixes, " || "))
 }
 
-func (c Config) notTheGuard() admissionregistrationv1.MatchCondition {
+// guardUser is true for the guard's identities.
+func (c Config) guardUser() string {
 	expr := "request.userInfo.username in " + list(c.GuardUsers)
 	for _, p := range c.GuardUserPrefixes {
 		expr += " || request.userInfo.username.startsWith(" + lit(p) + ")"
 	}
-	return admissionregistrationv1.MatchCondition{Name: "not-the-guard", Expression: "!(" + expr + ")"}
+	return "(" + expr + ")"
+}
+
+func (c Config) notTheGuard() admissionregistrationv1.MatchCondition {
+	return admissionregistrationv1.MatchCondition{Name: "not-the-guard", Expression: "!" + c.guardUser()}
 }
 
 func (c Config) namespaceSelector() *metav1.LabelSelector {
@@ -253,18 +267,23 @@ func (c Config) namespaceSelector() *metav1.LabelSelector {
 }
 
 // indexPolicy keeps the index ConfigMaps the guard's: in a namespace a
-// tenant edits, the index is theirs to edit too, were it not for this.
+// tenant edits, the index is theirs to edit too, were it not for this. It
+// matches by name, which the policies' parameter references use, creates
+// included: a tenant cannot make the index of a namespace before the guard
+// does, and what the guard did not write is never read as the index.
 func (c Config) indexPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	name := c.Name + "-index"
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				}}},
-				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{IndexLabel: c.Name}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					ResourceNames: []string{c.IndexName(), c.ClusterIndexName()},
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+					},
+				}},
 			},
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConditions: []admissionregistrationv1.MatchCondition{

@@ -1,7 +1,7 @@
 package compiled
 
 // RuleReport says how one rule of the default policy is enforced with
-// --admission-mode=both (driftguard policy check prints it).
+// --admission-mode=both or compiled (driftguard policy check prints it).
 type RuleReport struct {
 	Rule string
 	// Compiled: the API server decides it by itself, also while the guard
@@ -14,8 +14,8 @@ type RuleReport struct {
 // rule by rule; docs/policy.md says the same at length.
 func DefaultRules() []RuleReport {
 	return []RuleReport{
-		{"guard-identity", true, "match condition: the guard's identities and its namespace's service accounts are never matched"},
-		{"system-controller", true, "match condition: control-plane identities update and scale; only the namespace controller and the controller manager delete"},
+		{"guard-identity", true, "the first term of every validation: the guard's identities and its namespace's service accounts are always admitted"},
+		{"system-controller", true, "the second term of every validation: control-plane identities update and scale; only the namespace controller and the controller manager delete"},
 		{"break-glass", true, "a member of --break-glass-groups with a non-empty driftguard.io/break-glass annotation is admitted; the guard reverts after breakGlassTTL once it is up"},
 		{"restores-git", false, "the compiled layer holds no Git values: an update writing Git's values back onto an object that differs from Git is denied (only a break-glass change can make it differ while the guard is down)"},
 		{"self-heal", false, "after the fact (drift), not an admission: the guard's drift watcher"},

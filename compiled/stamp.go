@@ -33,8 +33,14 @@ func (c Config) StampPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy,
 				MatchPolicy:    ptr.To(admissionregistrationv1.Equivalent),
 				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: reconcile.GuardLabel, Operator: metav1.LabelSelectorOpExists}}},
 			},
-			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore),
-			MatchConditions:    []admissionregistrationv1.MatchCondition{c.notTheGuard()},
+			FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
+			MatchConditions: []admissionregistrationv1.MatchCondition{c.notTheGuard(), {
+				// A stamp that already names the writer needs no write (the
+				// object's own, as the request would store it): a merge of
+				// the object costs the API server more than this check.
+				Name:       "not-stamped-yet",
+				Expression: `object.metadata.?annotations[?` + lit(v1alpha1.APIServerChangedByAnnotation) + `].orValue("") != request.userInfo.username`,
+			}},
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 			Mutations: []admissionregistrationv1.Mutation{{
 				PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,

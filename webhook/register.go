@@ -57,6 +57,56 @@ type Registration struct {
 	// (--admission-mode=both), the guard then decides, and records, every
 	// change while it is up, and the policies deny while it is not.
 	DecideInMutating bool
+	// Leftover, when set (--admission-mode=compiled, the compiled policies
+	// in force), is all the webhooks decide of managed objects besides
+	// their creates: the API server's policies decide the rest. It implies
+	// DecideInMutating.
+	Leftover *Leftover
+}
+
+// Leftover is what the compiled admission policies leave to the webhooks:
+// the updates (scale writes included) of Users, and every change of
+// Objects. Without Objects, Resources stand for them (too many objects to
+// name in a match condition: every change of those resources' managed
+// objects goes to the webhook).
+type Leftover struct {
+	Users []string
+	// Objects are "resource.group_namespace/name" ("" namespace for a
+	// cluster-scoped object).
+	Objects   []string
+	Resources []Resource
+}
+
+// condition is the CEL expression true for a request the compiled policies
+// leave to the webhook; ops are the operations the hook sees (deletes
+// never go by user).
+func (l *Leftover) condition(byUser bool) string {
+	var terms []string
+	if byUser && len(l.Users) > 0 {
+		terms = append(terms, `request.operation == "UPDATE" && request.userInfo.username in `+quoteList(l.Users))
+	}
+	if len(l.Objects) > 0 {
+		terms = append(terms, `request.resource.resource + "." + request.resource.group + "_" + request.namespace + "/" + request.name in `+quoteList(l.Objects))
+	}
+	if len(l.Resources) > 0 {
+		rs := make([]string, len(l.Resources))
+		for i, r := range l.Resources {
+			rs[i] = r.Resource + "." + r.Group
+		}
+		terms = append(terms, `request.resource.resource + "." + request.resource.group in `+quoteList(rs))
+	}
+	if len(terms) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(terms, ") || (") + ")"
+}
+
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // matchConditions returns the condition that leaves out SkipUsers and
@@ -189,7 +239,7 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 		scale,
 		hook("orphans.driftguard.io", rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, ""), &ignore, unmanaged),
 	}
-	if r.DecideInMutating {
+	if r.DecideInMutating || r.Leftover != nil {
 		hooks = hooks[2:] // MutatingConfiguration decides them
 	}
 	var pods []Resource
@@ -222,7 +272,7 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 // object as it will be stored.
 func (r Registration) MutatingConfiguration() *admissionregistrationv1.MutatingWebhookConfiguration {
 	all := r
-	all.DecideInMutating = false
+	all.DecideInMutating, all.Leftover = false, nil
 	vs := all.Configuration().Webhooks
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	never := admissionregistrationv1.NeverReinvocationPolicy
@@ -237,7 +287,25 @@ func (r Registration) MutatingConfiguration() *admissionregistrationv1.MutatingW
 	hooks := []admissionregistrationv1.MutatingWebhook{
 		mutating(vs[0].Name, vs[0], rules(r.Resources, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, ""), &ifNeeded),
 	}
-	if r.DecideInMutating {
+	switch {
+	case r.Leftover != nil:
+		// Creates, and what the compiled policies leave; a hook with
+		// nothing left is not registered.
+		only := func(h admissionregistrationv1.MutatingWebhook, expr string) []admissionregistrationv1.MutatingWebhook {
+			if expr == "" {
+				return nil
+			}
+			h.MatchConditions = append(slices.Clone(h.MatchConditions), admissionregistrationv1.MatchCondition{Name: "left-by-the-compiled-policies", Expression: expr})
+			return []admissionregistrationv1.MutatingWebhook{h}
+		}
+		creates := `request.operation == "CREATE"`
+		if c := r.Leftover.condition(true); c != "" {
+			creates += " || " + c
+		}
+		hooks = only(hooks[0], creates)
+		hooks = append(hooks, only(mutating("deletes.driftguard.io", vs[0], vs[0].Rules, &never), r.Leftover.condition(false))...)
+		hooks = append(hooks, only(mutating(vs[1].Name, vs[1], vs[1].Rules, &never), r.Leftover.condition(true))...)
+	case r.DecideInMutating:
 		hooks = append(hooks,
 			mutating("deletes.driftguard.io", vs[0], vs[0].Rules, &never),
 			mutating(vs[1].Name, vs[1], vs[1].Rules, &never))

@@ -197,3 +197,54 @@ func TestDecideInMutating(t *testing.T) {
 		t.Errorf("mutating webhooks %s, want %s", got, want)
 	}
 }
+
+// With a Leftover (--admission-mode=compiled) the mutating webhooks see
+// creates and what the compiled policies leave, and a hook with nothing
+// left is not registered; the validating configuration keeps orphans and
+// pod subresources.
+func TestLeftover(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		left     Leftover
+		hooks    string
+		contains map[string]string // hook: text its condition holds
+	}{
+		{"nothing left", Leftover{}, "objects.driftguard.io",
+			map[string]string{"objects.driftguard.io": `request.operation == "CREATE"`}},
+		{"a managedFieldsManagers user: updates and scale writes, not deletes", Leftover{Users: []string{"injector"}},
+			"objects.driftguard.io,scale.driftguard.io",
+			map[string]string{"objects.driftguard.io": `request.userInfo.username in ["injector"]`, "scale.driftguard.io": `"UPDATE" && request.userInfo.username in ["injector"]`}},
+		{"an object: every change", Leftover{Objects: []string{"deployments.apps_shop/web"}},
+			"objects.driftguard.io,deletes.driftguard.io,scale.driftguard.io",
+			map[string]string{"deletes.driftguard.io": `in ["deployments.apps_shop/web"]`, "scale.driftguard.io": `"deployments.apps_shop/web"`}},
+		{"too many objects: their resources", Leftover{Resources: []Resource{{Group: "apps", Resource: "deployments"}}},
+			"objects.driftguard.io,deletes.driftguard.io,scale.driftguard.io",
+			map[string]string{"deletes.driftguard.io": `request.resource.group in ["deployments.apps"]`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Registration{Name: "dg", URL: "https://127.0.0.1:9443", LabelKey: "driftguard.io/guard",
+				Resources: []Resource{{Group: "", Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}}, Leftover: &tc.left}
+			var names []string
+			for _, w := range r.MutatingConfiguration().Webhooks {
+				names = append(names, w.Name)
+				last := w.MatchConditions[len(w.MatchConditions)-1]
+				if last.Name != "left-by-the-compiled-policies" {
+					t.Errorf("%s: conditions %+v", w.Name, w.MatchConditions)
+				}
+				if want, ok := tc.contains[w.Name]; ok && !strings.Contains(last.Expression, want) {
+					t.Errorf("%s: condition %s lacks %s", w.Name, last.Expression, want)
+				}
+			}
+			if got := strings.Join(names, ","); got != tc.hooks {
+				t.Errorf("mutating webhooks %s, want %s", got, tc.hooks)
+			}
+			var validating []string
+			for _, w := range r.Configuration().Webhooks {
+				validating = append(validating, w.Name)
+			}
+			if got, want := strings.Join(validating, ","), "orphans.driftguard.io,subresources.driftguard.io"; got != want {
+				t.Errorf("validating webhooks %s, want %s", got, want)
+			}
+		})
+	}
+}

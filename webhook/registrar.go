@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,9 @@ type Registrar struct {
 	Mapper meta.RESTMapper
 	// Kinds returns the kinds the snapshots hold (gitstore.Store.Kinds).
 	Kinds func() []schema.GroupVersionKind
+	// Leftover, when set, returns what the compiled admission policies
+	// leave to the webhooks (Registration.Leftover); nil: they decide all.
+	Leftover func() *Leftover
 	// CA, when set, returns the CA bundle to register (it changes when the
 	// serving certificate's CA rotates); otherwise Registration.CABundle.
 	CA func() []byte
@@ -153,6 +157,9 @@ func (r *Registrar) Sync(ctx context.Context) error {
 	if r.CA != nil {
 		reg.CABundle = r.CA()
 	}
+	if r.Leftover != nil {
+		reg.Leftover = r.Leftover()
+	}
 	forced := r.forced.Swap(false)
 	if !forced && r.last != nil && sameRegistration(*r.last, reg) {
 		return nil
@@ -179,7 +186,7 @@ func (r *Registrar) Sync(ctx context.Context) error {
 }
 
 func sameRegistration(a, b Registration) bool {
-	return slices.Equal(a.Resources, b.Resources) && bytes.Equal(a.CABundle, b.CABundle)
+	return slices.Equal(a.Resources, b.Resources) && bytes.Equal(a.CABundle, b.CABundle) && reflect.DeepEqual(a.Leftover, b.Leftover)
 }
 
 // resources maps the managed kinds to resources, sorted; kinds the API

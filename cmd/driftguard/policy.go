@@ -135,7 +135,7 @@ func newPolicyCheckCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(out, "\nin the API server (--admission-mode=both):")
+			fmt.Fprintln(out, "\nin the API server (--admission-mode=both or compiled):")
 			if !policy.IsDefault(modules) {
 				fmt.Fprintln(out, "  not compiled: a custom policy is decided by the webhook alone (the compiled policies are removed)")
 				return nil

@@ -31,6 +31,13 @@ whose action or rule would change:
 Records carry the input without the object bodies (object, oldObject,
 desired): a rule that reads those sees them absent. Pass the guard's
 --guard-users and --break-glass-groups so the policy sees the same config.
+
+The API server's own audit log (audit.k8s.io/v1 events, JSON lines) may be
+given too, or mixed in: the denials and warnings of the compiled admission
+policies (--admission-mode both or compiled), which never reach the guard,
+are replayed from it with the input its message tells (who, the operation,
+the object, the top-level fields changed, where Git has the object; no
+values, no annotations).
 Exit code 1 when any decision changes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -86,6 +93,9 @@ func replay(ctx context.Context, e *policy.Engine, r io.Reader, w io.Writer) (re
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for line := 1; sc.Scan(); line++ {
 		rec, ok := parseRecordLine(sc.Bytes())
+		if !ok {
+			rec, ok = apiServerDecision(sc.Bytes())
+		}
 		if !ok || rec.Type != audit.Decision {
 			continue
 		}

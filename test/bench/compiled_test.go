@@ -229,13 +229,29 @@ func BenchmarkCompiledAdmission(b *testing.B) {
 	if err != nil || len(bindings.Items) == 0 {
 		b.Fatalf("bindings: %d (%v)", len(bindings.Items), err)
 	}
+	stamps, err := adm.MutatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{LabelSelector: compiled.CompiledLabel + "=" + webhookName})
+	if err != nil || len(stamps.Items) == 0 {
+		b.Fatalf("stamp bindings: %d (%v)", len(stamps.Items), err)
+	}
 	probe := func(denied bool) {
 		until("admission as wanted", time.Now(), func() bool {
 			_, err := alice.CoreV1().ConfigMaps(ns).Patch(ctx, "cm-0001", types.MergePatchType, []byte(`{"data":{"value":"probe"}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 			return (err != nil) == denied
 		})
 	}
+	// No admission at all: neither the validating policies nor the stamp.
 	setCompiled := func(on bool) {
+		for _, bd := range stamps.Items {
+			if on {
+				bd := bd.DeepCopy()
+				bd.ResourceVersion, bd.UID, bd.ManagedFields = "", "", nil
+				if _, err := adm.MutatingAdmissionPolicyBindings().Create(ctx, bd, metav1.CreateOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			} else if err := adm.MutatingAdmissionPolicyBindings().Delete(ctx, bd.Name, metav1.DeleteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for _, bd := range bindings.Items {
 			if on {
 				bd := bd.DeepCopy()
@@ -265,6 +281,22 @@ func BenchmarkCompiledAdmission(b *testing.B) {
 			lat[mode] = append(lat[mode], time.Since(t0))
 		}
 		cpu[mode] += (harness.ProcCPUSeconds(apiPID) - cpu0) / float64(edits)
+	}
+	if dir := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); dir != "" {
+		for _, mode := range []string{"compiled", "none"} {
+			profileAPIServer(ctx, b, kube, filepath.Join(dir, "apiserver-"+mode+".pprof"), func(stop <-chan struct{}) {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					_, _ = alice.CoreV1().ConfigMaps(ns).Patch(ctx, fmt.Sprintf("cm-%04d", i%n), types.MergePatchType,
+						fmt.Appendf(nil, `{"data":{"tuned":"p-%d-%d"}}`, i, time.Now().UnixNano()), metav1.PatchOptions{})
+				}
+			})
+			setCompiled(mode == "none")
+		}
 	}
 	probe(true) // compiled alone
 	for range 2 {
@@ -378,4 +410,20 @@ func logWriterFor(dir string) *os.File {
 		return os.Stderr
 	}
 	return f
+}
+
+// profileAPIServer writes a 10-second CPU profile of the API server taken
+// while load runs (DRIFTGUARD_BENCH_PROFILE_DIR: where the time goes).
+func profileAPIServer(ctx context.Context, b *testing.B, kube kubernetes.Interface, file string, load func(stop <-chan struct{})) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { defer close(done); load(stop) }()
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").DoRaw(ctx)
+	close(stop)
+	<-done
+	if err != nil {
+		b.Fatalf("profile the API server: %v", err)
+	}
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -41,6 +41,9 @@ var (
 	// sam is in the break-glass group sre.
 	sam     client.Client
 	workDir string
+	// apiServerAuditLog is the API server's audit log (update, patch and
+	// delete of ConfigMaps and Deployments, metadata level).
+	apiServerAuditLog string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -79,7 +82,23 @@ func start() error {
 	}
 	log := zap.New(zap.WriteTo(logFile))
 	ctrllog.SetLogger(log)
-	if cluster, err = devenv.Start(context.Background(), devenv.Options{Simulated: true, CRDDirs: []string{crds}, Dir: filepath.Join(workDir, "cluster"), Log: log}); err != nil {
+	// The API server's audit log, which has the compiled policies'
+	// refusals (policy replay reads them back).
+	auditPolicy := filepath.Join(workDir, "audit-policy.yaml")
+	if err := os.WriteFile(auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [update, patch, delete]
+  resources: [{group: "", resources: [configmaps]}, {group: apps, resources: [deployments, deployments/scale]}]
+- level: None
+`), 0o644); err != nil {
+		return err
+	}
+	apiServerAuditLog = filepath.Join(workDir, "apiserver-audit.log")
+	if cluster, err = devenv.Start(context.Background(), devenv.Options{Simulated: true, CRDDirs: []string{crds}, Dir: filepath.Join(workDir, "cluster"), Log: log,
+		APIServerFlags: map[string]string{"audit-policy-file": auditPolicy, "audit-log-path": apiServerAuditLog}}); err != nil {
 		return err
 	}
 	if git, err = gitserver.Start(filepath.Join(workDir, "git")); err != nil {

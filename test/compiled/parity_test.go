@@ -175,11 +175,18 @@ func TestParity(t *testing.T) {
 		return out
 	}
 	// The API server enforces a new binding once its parameter informer
-	// has synced.
+	// has synced, and a rewritten policy (a new shape, a new resource) once
+	// it has loaded it: wait for the last policies the guard wrote.
 	aliceC, warnC := impersonate(t, writers[0])
 	harness.Eventually(t, 60*time.Second, "the API server enforces the compiled policies", func() error {
 		if a := ask(ctx, aliceC, warnC, ns, "c-deny", edits[1]); !a.denied || !strings.Contains(a.text, "ValidatingAdmissionPolicy") {
 			return fmt.Errorf("alice's change: %s %s", a, a.text)
+		}
+		if a := ask(ctx, aliceC, warnC, ns, "web", edit{scale: 4}); !a.denied {
+			return fmt.Errorf("alice's scale: %s %s", a, a.text)
+		}
+		if a := ask(ctx, aliceC, warnC, ns, "c-ignored", edits[4]); a.denied {
+			return fmt.Errorf("alice's change of an ignored value: %s %s", a, a.text)
 		}
 		return nil
 	})

@@ -1,15 +1,20 @@
 package compiled
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -90,6 +95,20 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
+	// Before the guard's policies are in force (another test's guard may
+	// have left them: they are removed here) a tenant makes the index of her
+	// namespace herself, with an entry of her own.
+	if err := admin.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, client.MatchingLabels{compiled.CompiledLabel: webhookName}); err != nil {
+		t.Fatal(err)
+	}
+	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhookName + "-index", Labels: map[string]string{compiled.IndexLabel: webhookName}},
+		Data: map[string]string{compiled.Key("", "configmaps", "victim"): "deny||shop|forged.yaml:1"}}
+	harness.Eventually(t, 30*time.Second, "the index policy out of force", func() error {
+		return alice.Create(ctx, forged.DeepCopy(), client.DryRunAll)
+	})
+	if err := alice.Create(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
 	repo, err := git.NewRepo(guard)
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +143,16 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	records := &harness.Records{}
 	p := startGuard(t, dir, "both", records)
 	waitIndexed(t, ns, compiled.Key("", "configmaps", "settings"), "config/settings.yaml:1", rev)
+	harness.Eventually(t, 30*time.Second, "the guard drops the entry it did not write", func() error {
+		var ix corev1.ConfigMap
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(forged), &ix); err != nil {
+			return err
+		}
+		if v, ok := ix.Data[compiled.Key("", "configmaps", "victim")]; ok {
+			return fmt.Errorf("the forged entry is still there: %q", v)
+		}
+		return nil
+	})
 	kubectl := func(args ...string) error {
 		_, _, err := cluster.Kubectl(ctx, aliceKubeconfig, append([]string{"-n", ns}, args...)...)
 		return err
@@ -189,6 +218,8 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	denied("kubectl scale of the deployment whose replicas are ignored... of another one", "apps/web.yaml:1",
 		kubectl("scale", "deployment", "web", "--replicas=1"))
 
+	replayDenials(t, dir, records)
+
 	// What the default policy allows.
 	if err := kubectl("patch", "configmap", "tuned", "--type=merge", "-p", `{"data":{"tuned":"2"}}`); err != nil {
 		t.Fatalf("a field an ignore rule hides: %v", err)
@@ -237,6 +268,11 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	}
 	if err := alice.Patch(ctx, index, client.RawPatch(types.MergePatchType, []byte(`{"data":{"configmaps._settings":null}}`))); err == nil {
 		t.Fatal("alice removed an entry of the index")
+	}
+	// Nor can she make the index of a namespace the guard has not written
+	// one in yet.
+	if err := alice.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: webhookName + "-index"}}); err == nil || !strings.Contains(err.Error(), "only the guard writes it") {
+		t.Fatalf("alice creates the index of another namespace: %v", err)
 	}
 	// The controller manager scales for an autoscaler Git does not know.
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{
@@ -312,4 +348,66 @@ func waitIndexed(t *testing.T, ns, key, source, rev string) {
 		}
 		return fmt.Errorf("no Guard at revision %s in %v", rev[:7], ix.Data)
 	})
+}
+
+// replayDenials replays, with a policy that lets the group dev edit
+// ConfigMaps, what the guard recorded while it was up and what the API
+// server's audit log has of the compiled policies' refusals while it was
+// down: both name alice's changes of the ConfigMap settings.
+func replayDenials(t *testing.T, dir string, records *harness.Records) {
+	t.Helper()
+	policyDir := filepath.Join(dir, "dev-policy")
+	if err := os.MkdirAll(policyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(policyDir, "decision.rego"), []byte(`package driftguard
+
+decision := {"action": "allow", "reason": "team dev edits ConfigMaps", "rule": "dev-configmaps"} if {
+	"dev" in input.user.groups
+	input.resource.kind == "ConfigMap"
+} else := {"action": "deny", "reason": "managed by Git", "rule": "managed-by-git"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var guardLog bytes.Buffer
+	for _, r := range records.All() {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		guardLog.Write(append(b, '\n'))
+	}
+	guardFile := filepath.Join(dir, "guard-audit.log")
+	if err := os.WriteFile(guardFile, guardLog.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := harness.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		log  string
+		want []string
+	}{
+		{guardFile, []string{"alice DELETE ConfigMap shop/settings  deny(managed-by-git) -> allow(dev-configmaps)"}},
+		{apiServerAuditLog, []string{
+			"alice UPDATE ConfigMap shop/settings  deny(managed-by-git) -> allow(dev-configmaps)",
+			"alice DELETE ConfigMap shop/settings  deny(managed-by-git) -> allow(dev-configmaps)",
+		}},
+	} {
+		out, err := exec.Command(bin, "policy", "replay", "--audit", c.log, "--policy", policyDir, "--guard-users", "driftguard").CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("policy replay of %s: %v (exit 1 wanted: decisions change)\n%s", filepath.Base(c.log), err, out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("policy replay of %s lacks %q:\n%s", filepath.Base(c.log), w, out)
+			}
+		}
+		if strings.Contains(string(out), "Deployment") && strings.Contains(string(out), "-> allow") {
+			t.Errorf("policy replay of %s allows a Deployment change:\n%s", filepath.Base(c.log), out)
+		}
+		t.Logf("policy replay of %s:\n%s", filepath.Base(c.log), out)
+	}
 }

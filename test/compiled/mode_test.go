@@ -1,0 +1,137 @@
+package compiled
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/compiled"
+	"github.com/driftguard/driftguard/test/harness"
+)
+
+// With --admission-mode=compiled the API server decides, by the compiled
+// policies, every change of a managed object they can decide, also while
+// the guard is up; the guard's webhooks see only creates and what the
+// policies leave to them (here a Deployment whose ignore rule points into a
+// list), which they decide and record as ever. A change the policies admit
+// with a warning is reverted by self-heal and attributed, by the API
+// server's stamp, to the person who made it.
+func TestCompiledMode(t *testing.T) {
+	const ns, guard = "lean", "lean"
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.NewRepo(guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"settings.yaml": configMap(ns, "settings", "  a: \"1\"\n"),
+		"soft.yaml":     strings.Replace(configMap(ns, "soft", "  a: \"1\"\n"), "metadata:\n", "metadata:\n  annotations: {driftguard.io/enforcement: warn}\n", 1),
+		"listed.yaml":   deployment(ns, "listed", 1),
+	}
+	for p, c := range files {
+		if err := repo.WriteFile(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev, err := repo.CommitAndPush("initial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &v1alpha1.Guard{
+		ObjectMeta: metav1.ObjectMeta{Name: guard},
+		Spec: v1alpha1.GuardSpec{URL: git.URL(guard), Ref: "main", Interval: metav1.Duration{Duration: 30 * time.Second},
+			Ignore: []v1alpha1.IgnoreRule{{Group: "apps", Kind: "Deployment", Name: "listed", JSONPointers: []string{"/spec/template/spec/containers/0/image"}}}},
+	}
+	if err := admin.Create(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(ctx, g) })
+	records := &harness.Records{}
+	startGuard(t, filepath.Join(workDir, t.Name()), "compiled", records)
+	waitIndexed(t, ns, compiled.Key("", "configmaps", "settings"), "settings.yaml:1", rev)
+
+	// The webhooks are narrowed to what the policies leave.
+	leftover := "deployments.apps_" + ns + "/listed"
+	harness.Eventually(t, 60*time.Second, "the mutating webhook sees only creates and the leftover", func() error {
+		var m admissionregistrationv1.MutatingWebhookConfiguration
+		if err := admin.Get(ctx, types.NamespacedName{Name: webhookName}, &m); err != nil {
+			return err
+		}
+		var names []string
+		for _, w := range m.Webhooks {
+			names = append(names, w.Name)
+			i := slices.IndexFunc(w.MatchConditions, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == "left-by-the-compiled-policies" })
+			if i < 0 || !strings.Contains(w.MatchConditions[i].Expression, leftover) {
+				return fmt.Errorf("webhook %s: conditions %+v", w.Name, w.MatchConditions)
+			}
+		}
+		if strings.Join(names, ",") != "objects.driftguard.io,deletes.driftguard.io,scale.driftguard.io" {
+			return fmt.Errorf("webhooks %v", names)
+		}
+		return nil
+	})
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := admin.Get(ctx, types.NamespacedName{Name: webhookName}, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range v.Webhooks {
+		if w.Name == "objects.driftguard.io" || w.Name == "scale.driftguard.io" {
+			t.Fatalf("the validating configuration still decides managed objects: %s", w.Name)
+		}
+	}
+
+	kubectl := func(args ...string) error {
+		_, _, err := cluster.Kubectl(ctx, aliceKubeconfig, append([]string{"-n", ns}, args...)...)
+		return err
+	}
+	// The API server decides, the guard up or not.
+	err = kubectl("patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"a":"2"}}`)
+	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") || !strings.Contains(err.Error(), "settings.yaml:1") {
+		t.Fatalf("an edit the compiled policies decide: %v", err)
+	}
+	err = kubectl("delete", "configmap", "settings", "--wait=false")
+	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+		t.Fatalf("a delete the compiled policies decide: %v", err)
+	}
+	// What they leave goes to the webhook, which decides and records.
+	err = kubectl("scale", "deployment", "listed", "--replicas=4")
+	if err == nil || !strings.Contains(err.Error(), "admission webhook") {
+		t.Fatalf("a scale the compiled policies leave to the webhook: %v", err)
+	}
+	records.Wait(t, 10*time.Second, "the guard records the denied scale it decided", func(r audit.Record) bool {
+		return r.Type == audit.Decision && r.User == "alice" && r.Action == "deny" && r.Object.Name == "listed"
+	})
+
+	// Warn: admitted, stamped by the API server, reverted and attributed.
+	if err := kubectl("patch", "configmap", "soft", "--type=merge", "-p", `{"data":{"a":"by-hand"}}`); err != nil {
+		t.Fatalf("an edit in warn mode: %v", err)
+	}
+	records.Wait(t, 30*time.Second, "self-heal reverts the warned edit and names alice", func(r audit.Record) bool {
+		return r.Type == audit.Drift && r.User == "alice" && r.Object.Name == "soft"
+	})
+	harness.Eventually(t, 30*time.Second, "soft is back to Git", func() error {
+		var cm corev1.ConfigMap
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "soft"}, &cm); err != nil {
+			return err
+		}
+		if cm.Data["a"] != "1" {
+			return fmt.Errorf("a=%q", cm.Data["a"])
+		}
+		return nil
+	})
+}
