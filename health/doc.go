@@ -2,8 +2,9 @@
 // applied for: a Deployment rolled out, a Job completed, a Service with
 // endpoints, a custom resource Ready.
 //
-// Assess maps an object to one of six states (Healthy, Progressing, Degraded,
-// Suspended, Missing, Unknown) with a short message a person can act on.
+// Assess maps an object to one of seven states (Healthy, Progressing,
+// Degraded, Suspended, Missing, Unknown, and NoHealth for an object that
+// says nothing about its health) with a short message a person can act on.
 // Built-in kinds have a rule each; every other kind is read through its
 // status conditions and, underneath, sigs.k8s.io/cli-utils kstatus. Objects
 // related to the one assessed (the EndpointSlices of a Service) come from a

@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzAssess feeds arbitrary JSON objects to the assessment: whatever the
-// shape, it must return one of the six states and not panic.
+// shape, it must return one of the states and not panic.
 func FuzzAssess(f *testing.F) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
 	if err != nil {

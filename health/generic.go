@@ -99,7 +99,7 @@ func builtinGroup(group string) bool {
 }
 
 // fromHealthField reads status.health.status, the shape of Argo CD's
-// Application (and of resources made in its image): one of the six states
+// Application (and of resources made in its image): one of the states
 // with a message in status.health.message. Another value is not read.
 func fromHealthField(f *fields) (Result, bool) {
 	h, ok := f.get("status", "health")
