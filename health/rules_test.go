@@ -58,7 +58,7 @@ func TestHorizontalPodAutoscaler(t *testing.T) {
 		return fmt.Sprintf("{type: %s, status: %q, reason: %s, message: %q, lastTransitionTime: %q}", typ, status, reason, msg, ago(time.Minute))
 	}
 	able := cond("AbleToScale", "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale")
-	noScale := cond("AbleToScale", "False", "FailedGetScale", `the HPA controller was unable to get the target's current scale: deployments/scale.apps "web" not found`)
+	noScale := cond("AbleToScale", "False", "FailedGetScale", `the HPA controller was unable to get the target's current scale: deployments.apps "web" not found`)
 	active := cond("ScalingActive", "True", "ValidMetricFound", "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)")
 	noMetrics := cond("ScalingActive", "False", "FailedGetResourceMetric", "the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)")
 	disabled := cond("ScalingActive", "False", "ScalingDisabled", "scaling is disabled since the replica count of the target is zero")
@@ -79,7 +79,7 @@ status: {currentReplicas: 2, desiredReplicas: 2}`
 	}
 	runRuleCases(t, []ruleCase{
 		{name: "target not found", src: hpaV2(limits, "{currentReplicas: 0, desiredReplicas: 0, conditions: ["+noScale+"]}"),
-			want: Result{State: Degraded, Message: `cannot scale: FailedGetScale: the HPA controller was unable to get the target's current scale: deployments/scale.apps "web" not found`}},
+			want: Result{State: Degraded, Message: `cannot scale: FailedGetScale: the HPA controller was unable to get the target's current scale: deployments.apps "web" not found`}},
 		{name: "metrics unavailable", src: hpaV2(limits, "{currentReplicas: 3, desiredReplicas: 3, conditions: ["+able+", "+noMetrics+", "+limited+"]}"),
 			want: Result{State: Degraded, Message: "scaling not active: FailedGetResourceMetric: the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)"}},
 		{name: "target scaled to zero", src: hpaV2(limits, "{currentReplicas: 0, desiredReplicas: 0, conditions: ["+able+", "+disabled+"]}"),
@@ -94,8 +94,8 @@ status: {currentReplicas: 2, desiredReplicas: 2}`
 			want: Result{State: Progressing, Message: "ability to scale unknown: Pending"}},
 		{name: "generation not observed", src: strings.Replace(hpaV2(limits, "{observedGeneration: 1, conditions: ["+able+", "+active+"]}"), "generation: 1", "generation: 2", 1),
 			want: Result{State: Progressing, Message: "generation 2 not yet observed by its controller (observed 1)"}},
-		{name: "v1: target not found (conditions annotation)", src: v1(`[{"type":"AbleToScale","status":"False","lastTransitionTime":"2026-12-04T01:29:00Z","reason":"FailedGetScale","message":"the HPA controller was unable to get the target's current scale: deployments/scale.apps \"web\" not found"}]`),
-			want: Result{State: Degraded, Message: `cannot scale: FailedGetScale: the HPA controller was unable to get the target's current scale: deployments/scale.apps "web" not found`}},
+		{name: "v1: target not found (conditions annotation)", src: v1(`[{"type":"AbleToScale","status":"False","lastTransitionTime":"2026-12-04T01:29:00Z","reason":"FailedGetScale","message":"the HPA controller was unable to get the target's current scale: deployments.apps \"web\" not found"}]`),
+			want: Result{State: Degraded, Message: `cannot scale: FailedGetScale: the HPA controller was unable to get the target's current scale: deployments.apps "web" not found`}},
 		{name: "v1: scaling", src: v1(`[{"type":"AbleToScale","status":"True","reason":"ReadyForNewScale"},{"type":"ScalingActive","status":"True","reason":"ValidMetricFound"}]`),
 			want: Result{State: Healthy, Message: "2 current, 2 desired replicas (min 2, max 4)"}},
 		{name: "v1: annotation not JSON", src: v1(`[{"type":`),
