@@ -164,7 +164,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	if rng != nil {
 		log = log.WithValues("semver", rng.text, "tag", refName.Short())
 	}
-	if last := rr.renders.Get(key); last != nil && last.Revision == sha {
+	if last := rr.renders.Get(key); last != nil && last.Revision == sha && last.Current(req) {
 		log.V(2).Info("revision unchanged")
 		return sha, last.Snap, last.Err
 	}
@@ -192,7 +192,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	}
 
 	src := Source{URL: req.URL, Revision: sha}
-	objs, err := RenderWith(newTreeFS(tree, commit.Committer.When), dir, src, req.Render)
+	objs, asked, err := RenderAsked(newTreeFS(tree, commit.Committer.When), dir, src, req.Render)
 	if err == nil {
 		snap, err = NewSnapshot(req.URL, sha, objs)
 	}
@@ -202,11 +202,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 			return sha, nil, fmt.Errorf("render %s at %s: %w", dir, sha, err)
 		}
 		err = fmt.Errorf("render %s at %s: %w", dir, sha, err)
-		rr.renders.Put(key, &Rendered{Revision: sha, Err: err})
+		rr.renders.Put(key, &Rendered{Revision: sha, Err: err, Capabilities: asked})
 		log.Info("render failed", "error", err.Error())
 		return sha, nil, err
 	}
-	rr.renders.Put(key, &Rendered{Revision: sha, Snap: snap})
+	rr.renders.Put(key, &Rendered{Revision: sha, Snap: snap, Capabilities: asked})
 	log.V(1).Info("fetched", "objects", len(snap.Objects))
 	return sha, snap, nil
 }

@@ -57,9 +57,16 @@ type HelmOptions struct {
 	// Values is a JSON object merged last, over the values files and
 	// ValuesFrom.
 	Values json.RawMessage `json:"values,omitempty"`
-	// Capabilities are the cluster's .Capabilities; nil renders with
-	// Helm's defaults (DefaultKubeVersion, every API version Helm knows).
+	// Capabilities are the cluster's .Capabilities, fixed; nil asks
+	// CapabilitiesFrom, and without it renders with Helm's defaults
+	// (DefaultKubeVersion, every API version Helm knows).
 	Capabilities *Capabilities `json:"capabilities,omitempty"`
+	// CapabilitiesFrom, when Capabilities is nil, is asked for them when a
+	// chart is rendered, and only then: they are not part of Hash, a
+	// render that asked remembers what it got (RenderAsked), and a cached
+	// render is used only while the answer is the same (Rendered.Current).
+	// So a change of the cluster renders charts again, and nothing else.
+	CapabilitiesFrom func() (*Capabilities, error) `json:"-"`
 	// PostRenderers are Kustomize patches applied, in order, over the
 	// objects of the chart's templates.
 	PostRenderers []PostRenderer `json:"postRenderers,omitempty"`
@@ -148,6 +155,8 @@ func (o RenderOptions) String() string {
 	kube := "default"
 	if c := o.Helm.Capabilities; c != nil {
 		kube = c.KubeVersion
+	} else if o.Helm.CapabilitiesFrom != nil {
+		kube = "the cluster's"
 	}
 	return fmt.Sprintf("{vars: %s, helm: {releaseName: %q, namespace: %q, valuesFiles: %q, valuesFrom: %d, values: %d bytes, kubeVersion: %s, postRenderers: %d}, ageKeys: %d}",
 		vars, o.Helm.ReleaseName, o.Helm.Namespace, o.Helm.ValuesFiles, len(o.Helm.ValuesFrom), len(o.Helm.Values), kube, len(o.Helm.PostRenderers), len(o.AgeKeys))

@@ -22,7 +22,26 @@ type Rendered struct {
 	Revision string
 	Snap     *Snapshot
 	Err      error
-	used     uint64
+	// Capabilities is what the render asked RenderOptions.Helm's
+	// CapabilitiesFrom for (RenderAsked); "" when it asked nothing.
+	Capabilities string
+	used         uint64
+}
+
+// Current reports whether the outcome still holds for req (of the same
+// RenderKey): a render that asked for the cluster's capabilities holds
+// while they are the same. When they cannot be asked now, the outcome is
+// kept.
+func (r *Rendered) Current(req Request) bool {
+	if r.Capabilities == "" {
+		return true
+	}
+	from := req.Render.Helm.CapabilitiesFrom
+	if req.Render.Helm.Capabilities != nil || from == nil {
+		return false
+	}
+	c, err := from()
+	return err != nil || c.digest() == r.Capabilities
 }
 
 // maxRendered bounds the outcomes a RenderCache keeps: one per (path,

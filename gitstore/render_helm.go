@@ -56,6 +56,14 @@ func (r *renderer) helm(dir string) []*Object {
 		r.fail(err)
 		return nil
 	}
+	if job.Capabilities == nil && r.opts.Helm.CapabilitiesFrom != nil {
+		// The cluster could not be asked: try again, render nothing
+		// with capabilities other than the cluster's.
+		if job.Capabilities, err = r.opts.Helm.CapabilitiesFrom(); err != nil {
+			r.transient = err
+			return nil
+		}
+	}
 	res, err := runHelm(job, r.lim)
 	var notStarted *helmStartError
 	switch {

@@ -2,9 +2,12 @@ package gitstore
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -52,6 +55,34 @@ type Capabilities struct {
 // DefaultKubeVersion is .Capabilities.KubeVersion when a render has no
 // cluster to ask (driftguard validate, Capabilities nil): Helm's default.
 func DefaultKubeVersion() string { return common.DefaultCapabilities.KubeVersion.Version }
+
+// digest identifies capabilities ("helm-default" for nil: Helm's).
+func (c *Capabilities) digest() string {
+	if c == nil {
+		return "helm-default"
+	}
+	b, _ := json.Marshal(c)
+	d := sha256.Sum256(b)
+	return hex.EncodeToString(d[:])
+}
+
+// RenderAsked is RenderWith that also says which capabilities the render
+// asked opts.Helm.CapabilitiesFrom for (a digest; "" when it asked
+// nothing: no chart, or fixed capabilities), for a cache to keep with the
+// outcome (Rendered.Capabilities).
+func RenderAsked(fsys fs.FS, dir string, src Source, opts RenderOptions) (objs []*Object, asked string, err error) {
+	if from := opts.Helm.CapabilitiesFrom; from != nil && opts.Helm.Capabilities == nil {
+		opts.Helm.CapabilitiesFrom = func() (*Capabilities, error) {
+			c, err := from()
+			if err == nil {
+				asked = c.digest()
+			}
+			return c, err
+		}
+	}
+	objs, err = RenderWith(fsys, dir, src, opts)
+	return objs, asked, err
+}
 
 // helmCapabilities are the capabilities a chart renders with: the
 // cluster's when known, Helm's defaults otherwise.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -314,5 +315,76 @@ func TestRenderOptionsHashClusterSettings(t *testing.T) {
 	}
 	if s := (RenderOptions{Helm: HelmOptions{ValuesFrom: []HelmValues{{Data: []byte("password: hunter2-hunter2"), Secret: true}}}}).String(); strings.Contains(s, "hunter2") {
 		t.Errorf("String %q prints a value", s)
+	}
+}
+
+// TestFetchAsksCapabilitiesOnlyForCharts: CapabilitiesFrom is asked when a
+// chart is rendered, and when its cached render is about to be used; a
+// changed answer renders the chart's revision again, an unchanged one
+// keeps the cached snapshot, and a path without a chart never asks (so a
+// change of the cluster renders no plain manifests again).
+func TestFetchAsksCapabilitiesOnlyForCharts(t *testing.T) {
+	gs := newGitServer(t)
+	repo, err := gs.NewRepo("caps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"plain/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n  namespace: shop\n"}
+	for name, f := range clusterChart() {
+		files["chart/"+strings.TrimPrefix(name, "c/")] = string(f.Data)
+	}
+	mustPush(t, repo, files, "first")
+	f := NewFetcher(t.TempDir(), logr.Discard())
+	ctx := t.Context()
+	caps := &Capabilities{KubeVersion: "v1.37.2", APIVersions: []string{"v1"}}
+	var asked int
+	var failing error
+	req := func(p string) Request {
+		return Request{URL: gs.url("caps"), Ref: "main", Path: p, Render: RenderOptions{Helm: HelmOptions{
+			CapabilitiesFrom: func() (*Capabilities, error) { asked++; return caps, failing },
+		}}}
+	}
+	kube := func(s *Snapshot) string {
+		t.Helper()
+		return settingsData(t, s.Objects)["kube"].(string)
+	}
+
+	last := map[string]*Snapshot{}
+	for _, step := range []struct {
+		name      string
+		path      string
+		change    func()
+		wantAsked int  // calls of CapabilitiesFrom during the fetch
+		wantSame  bool // the snapshot of the step before
+		wantKube  string
+	}{
+		{name: "first render of the chart", path: "chart", wantAsked: 1, wantKube: "v1.37.2"},
+		{name: "unchanged: the cached snapshot, asked once to check", path: "chart", wantAsked: 1, wantSame: true, wantKube: "v1.37.2"},
+		{name: "an upgraded cluster: rendered again", path: "chart", change: func() { caps = &Capabilities{KubeVersion: "v1.38.0", APIVersions: []string{"v1"}} }, wantAsked: 2, wantKube: "v1.38.0"},
+		{name: "a new kind: rendered again", path: "chart", change: func() {
+			caps = &Capabilities{KubeVersion: "v1.38.0", APIVersions: []string{"v1", "example.com/v1/Widget"}}
+		}, wantAsked: 2, wantKube: "v1.38.0"},
+		{name: "the cluster cannot be asked: the cached render stays", path: "chart", change: func() { failing = errors.New("discovery down") }, wantAsked: 1, wantSame: true, wantKube: "v1.38.0"},
+		{name: "plain manifests never ask", path: "plain", change: func() { failing = nil }, wantAsked: 0},
+		{name: "plain manifests, the cluster changed: cached", path: "plain", change: func() { caps = &Capabilities{KubeVersion: "v1.39.0"} }, wantAsked: 0, wantSame: true},
+	} {
+		if step.change != nil {
+			step.change()
+		}
+		before := asked
+		_, snap, err := f.Fetch(ctx, req(step.path))
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if n := asked - before; n != step.wantAsked {
+			t.Errorf("%s: asked %d times, want %d", step.name, n, step.wantAsked)
+		}
+		if same := snap == last[step.path]; same != step.wantSame {
+			t.Errorf("%s: the cached snapshot %v, want %v", step.name, same, step.wantSame)
+		}
+		if step.wantKube != "" && kube(snap) != step.wantKube {
+			t.Errorf("%s: rendered with %s, want %s", step.name, kube(snap), step.wantKube)
+		}
+		last[step.path] = snap
 	}
 }

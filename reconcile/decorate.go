@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,16 @@ func (r *GuardReconciler) prepareOnce(g *v1alpha1.Guard, fetched *gitstore.Snaps
 		return p // not kept: nothing of it is applied
 	}
 	out := r.decorate(g, fetched)
+	if out == fetched && slices.ContainsFunc(fetched.Objects, IsHook) {
+		// Decorating failed and kept the fetched objects: never publish
+		// its hooks as objects to keep in sync.
+		managed, err := gitstore.NewSnapshot(fetched.URL, fetched.Revision, slices.DeleteFunc(slices.Clone(fetched.Objects), IsHook))
+		if err != nil {
+			p.err = err
+			return p
+		}
+		out = managed
+	}
 	if prev, ok := r.Store.Snapshot(g.Name); ok {
 		out.InheritServerValues(prev)
 	}

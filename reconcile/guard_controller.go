@@ -573,7 +573,9 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 		}
 	}
 	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, a.rev, a.snap, a.manual))
-	whole := a.manual || newRevision || r.Drift == nil // as toApply: the whole revision
+	// A sync of the whole revision, new or asked for, runs its hooks and
+	// waits for its waves; a reconcile that only corrects drift does not.
+	whole := a.manual || newRevision
 	cs, err := r.applyInOrder(ctx, a, objs, whole, ApplyOptions{Force: g.Spec.Force}, func(e Entry) {
 		if e.Action == Unchanged {
 			return

@@ -33,7 +33,7 @@ type HookError struct {
 func (e *HookError) Error() string {
 	k := e.Hook.Object.Key
 	k.Name = e.Name
-	return fmt.Sprintf("%s hook %s (%s:%d): %v", e.Phase, k.Display(), e.Hook.Object.Source.Path, e.Hook.Object.Source.Line, e.Err)
+	return fmt.Sprintf("%s hook %s (%s): %v", e.Phase, k.Display(), where(e.Hook.Object.Source), e.Err)
 }
 
 func (e *HookError) Unwrap() error { return e.Err }
@@ -192,8 +192,10 @@ func (a *Applier) waitHook(ctx context.Context, u *unstructured.Unstructured, de
 		return last.State == health.Healthy || last.State == health.Degraded, nil
 	})
 	switch {
-	case err != nil && last.State != "":
+	case err != nil && wait.Interrupted(err) && last.State != "":
 		return fmt.Errorf("not done before the sync's timeout (%s: %s)", last.State, last.Message)
+	case err != nil && wait.Interrupted(err):
+		return fmt.Errorf("not done before the sync's timeout: %w", err)
 	case err != nil:
 		return err
 	case last.State == health.Degraded:
@@ -216,10 +218,13 @@ func (a *Applier) deleteHook(ctx context.Context, u *unstructured.Unstructured) 
 	return nil
 }
 
-// hookReader reads hooks from the API server (no informer watches them)
-// as the Guard's identity when it has one.
+// hookReader reads hooks straight from the API server, as the Guard's
+// service account when it has one (an impersonating client, not cached).
+// Never through a cache: the manager's selects objects by the inventory
+// label, which hooks do not carry, and a cache would watch every Job of
+// the cluster.
 func (a *Applier) hookReader() client.Reader {
-	if a.identity.Client != nil {
+	if a.identity.User != "" {
 		return a.Client
 	}
 	return a.reader()

@@ -198,7 +198,16 @@ func isDefinition(k gitstore.ObjectKey) bool {
 }
 
 func objectError(o *gitstore.Object, err error) error {
-	return fmt.Errorf("%s (%s:%d): %w", o.Key.Display(), o.Source.Path, o.Source.Line, err)
+	return fmt.Errorf("%s (%s): %w", o.Key.Display(), where(o.Source), err)
+}
+
+// where is "file:line", or "file" where the line is not known (a chart's
+// template).
+func where(src gitstore.Source) string {
+	if src.Line > 0 {
+		return fmt.Sprintf("%s:%d", src.Path, src.Line)
+	}
+	return src.Path
 }
 
 // waveOf reads an object's wave: driftguard's annotation, else Argo CD's,

@@ -59,8 +59,10 @@ func RenderOptionsIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, de
 		}
 		opts.Helm.PostRenderers = helmPostRenderers(h)
 	}
-	if opts.Helm.Capabilities, err = rc.Capabilities.Get(ctx); err != nil {
-		return opts, err
+	if cc := rc.Capabilities; cc != nil {
+		// Asked only when a chart is rendered (a render, or the check
+		// that a cached one still holds), not for every Guard.
+		opts.Helm.CapabilitiesFrom = func() (*gitstore.Capabilities, error) { return cc.Get(ctx) }
 	}
 	if d := g.Spec.Decryption; d != nil {
 		if d.Provider != "" && d.Provider != "sops" {

@@ -47,7 +47,8 @@ func (r *GuardReconciler) applyInOrder(ctx context.Context, a *attempt, objs []*
 
 // applyOrdered applies objs wave by wave (a.plan). In a whole sync (a new
 // revision, or one a person asked for) it also runs the hooks: PreSync
-// first, each wave's Sync hooks after the wave is applied, PostSync last;
+// first (after the Namespaces and definitions that name no wave), each
+// wave's Sync hooks after the wave is applied, PostSync last;
 // with spec.wait each wave is healthy before the next one (and before
 // PostSync hooks). When anything fails, the SyncFail hooks run and the
 // sync stops: later waves are not applied.
@@ -65,10 +66,16 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 		}
 		return cs, err
 	}
-	if whole {
-		if err := r.runHooks(ctx, a, PhasePreSync, nil, deadline); err != nil {
-			return fail(&SyncStepError{Reason: ReasonHookFailed, Err: err})
+	preSyncDone := !whole
+	preSync := func() error {
+		if preSyncDone {
+			return nil
 		}
+		preSyncDone = true
+		if err := r.runHooks(ctx, a, PhasePreSync, nil, deadline); err != nil {
+			return &SyncStepError{Reason: ReasonHookFailed, Err: err}
+		}
+		return nil
 	}
 	keep := make(map[gitstore.ObjectKey]bool, len(objs))
 	for _, o := range objs {
@@ -78,6 +85,13 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 	steps := waveSteps(a.plan, a.install, whole)
 	postSync := whole && len(a.plan.HooksAt(PhasePostSync, a.install, nil)) > 0
 	for i, n := range steps {
+		if !n.definitions {
+			// Namespaces and definitions that name no wave exist before
+			// the PreSync hooks, which may live in them or use them.
+			if err := preSync(); err != nil {
+				return fail(err)
+			}
+		}
 		var wobjs []*gitstore.Object
 		for _, w := range waves {
 			if w.Number != n.number || w.Definitions != n.definitions {
@@ -110,6 +124,9 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 				return fail(&SyncStepError{Reason: ReasonHealthCheckFailed, Err: err})
 			}
 		}
+	}
+	if err := preSync(); err != nil {
+		return fail(err)
 	}
 	if whole {
 		if err := r.runHooks(ctx, a, PhasePostSync, nil, deadline); err != nil {

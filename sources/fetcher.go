@@ -113,7 +113,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *git
 	}
 	log := f.log.WithValues("kind", req.Kind, "url", redact.URL(req.URL), "revision", t.rev)
 	key := gitstore.RenderKeyOf(req)
-	if last := st.renders.Get(key); last != nil && last.Revision == t.rev {
+	if last := st.renders.Get(key); last != nil && last.Revision == t.rev && last.Current(req) {
 		log.V(2).Info("revision unchanged")
 		return t.rev, last.Snap, last.Err
 	}
@@ -134,7 +134,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *git
 	st.content, st.rev = fsys, t.rev
 	dir = path.Join(dir, key.Dir())
 	src := gitstore.Source{URL: req.URL, Revision: t.rev}
-	objs, err := gitstore.RenderWith(fsys, dir, src, req.Render)
+	objs, asked, err := gitstore.RenderAsked(fsys, dir, src, req.Render)
 	var snap *gitstore.Snapshot
 	if err == nil {
 		snap, err = gitstore.NewSnapshot(req.URL, t.rev, objs)
@@ -144,11 +144,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req gitstore.Request) (string, *git
 		if !errors.As(err, &re) {
 			return t.rev, nil, err
 		}
-		st.renders.Put(key, &gitstore.Rendered{Revision: t.rev, Err: err})
+		st.renders.Put(key, &gitstore.Rendered{Revision: t.rev, Err: err, Capabilities: asked})
 		log.Info("render failed", "error", err.Error())
 		return t.rev, nil, err
 	}
-	st.renders.Put(key, &gitstore.Rendered{Revision: t.rev, Snap: snap})
+	st.renders.Put(key, &gitstore.Rendered{Revision: t.rev, Snap: snap, Capabilities: asked})
 	log.V(1).Info("fetched", "objects", len(snap.Objects))
 	return t.rev, snap, nil
 }
