@@ -100,7 +100,8 @@ func builtinGroup(group string) bool {
 
 // fromHealthField reads status.health.status, the shape of Argo CD's
 // Application (and of resources made in its image): one of the states
-// with a message in status.health.message. Another value is not read.
+// with a message in status.health.message, except Missing, which is
+// Progressing (the object itself exists). Another value is not read.
 func fromHealthField(f *fields) (Result, bool) {
 	h, ok := f.get("status", "health")
 	if !ok {
@@ -116,7 +117,13 @@ func fromHealthField(f *fields) (Result, bool) {
 		return Result{}, false
 	}
 	msg, _ := m["message"].(string)
-	return Result{State: s, Message: orDefault(strings.TrimSpace(msg), "status.health.status is "+st)}, true
+	msg = orDefault(strings.TrimSpace(msg), "status.health.status is "+st)
+	if s == Missing {
+		// The object is there: its own Missing (Argo CD's: the resources it
+		// deploys are not there yet) is not driftguard's.
+		return Result{State: Progressing, Message: "missing resources: " + msg}, true
+	}
+	return Result{State: s, Message: msg}, true
 }
 
 // phaseStates maps the values of status.phase whose meaning is common

@@ -220,6 +220,8 @@ spec: {}
 			want: Result{State: Degraded, Message: "Deployment shop/web: progress deadline exceeded"}},
 		{name: "status.health without a message", src: cr("argoproj.io/v1alpha1", "Application", "", `status: {health: {status: Healthy}}`),
 			want: Result{State: Healthy, Message: "status.health.status is Healthy"}},
+		{name: "status.health Missing: the object is there, its resources are not yet", src: cr("argoproj.io/v1alpha1", "Application", "", `status: {health: {status: Missing}, sync: {status: OutOfSync}}`),
+			want: Result{State: Progressing, Message: "missing resources: status.health.status is Missing"}},
 		{name: "status.health of another vocabulary is not read", src: cr("example.com/v1", "Widget", "", `status: {health: {status: green}}`),
 			want: Result{State: NoHealth, Message: "no health information (no conditions, phase, health or observedGeneration in its status): present"}},
 		{name: "Argo Workflow failed", src: cr("argoproj.io/v1alpha1", "Workflow", "", `status: {phase: Failed, message: "child 'build-3127' failed", startedAt: "`+ago(time.Hour)+`"}`),
