@@ -1,0 +1,59 @@
+// Package driftlists checks the drift comparison against a real API server:
+// list semantics from the server's OpenAPI, null against empty values.
+package driftlists
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/devenv"
+)
+
+var (
+	admin client.Client
+	disc  discovery.DiscoveryInterface
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	cluster, err := devenv.Start(ctx, devenv.Options{CRDDirs: []string{"testdata"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start cluster:", err)
+		return 1
+	}
+	defer func() { _ = cluster.Stop() }()
+	if admin, err = client.New(cluster.Config, client.Options{Scheme: app.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+		return 1
+	}
+	if disc, err = discovery.NewDiscoveryClientForConfig(cluster.Config); err != nil {
+		fmt.Fprintln(os.Stderr, "discovery:", err)
+		return 1
+	}
+	// The API server publishes a new CRD's OpenAPI a moment after it
+	// serves the kind; the tests start once it has.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		paths, err := disc.OpenAPIV3().Paths()
+		if _, ok := paths["apis/lists.driftguard.io/v1"]; ok && err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintln(os.Stderr, "the OpenAPI of lists.driftguard.io/v1 was not published:", err)
+			return 1
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return m.Run()
+}
