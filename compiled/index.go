@@ -2,6 +2,7 @@ package compiled
 
 import (
 	"cmp"
+	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
@@ -225,8 +226,56 @@ var escaper = strings.NewReplacer("%", "%25", "|", "%7C")
 
 func escape(s string) string { return escaper.Replace(s) }
 
+// shapeKeyPrefix starts the keys of the cluster index that record each
+// shape in use (JSON), for a process that starts to keep what its last one
+// protected, shapes included, until it has read Git again.
+const shapeKeyPrefix = "shape."
+
+// recordShapes writes the shapes ix uses into its cluster index.
+func (ix *Index) recordShapes() {
+	if len(ix.Shapes) == 0 {
+		return
+	}
+	if ix.Namespaces[""] == nil {
+		ix.Namespaces[""] = map[string]string{}
+	}
+	for _, s := range ix.Shapes {
+		b, err := json.Marshal(s)
+		if err != nil {
+			continue // of strings only: cannot fail
+		}
+		ix.Namespaces[""][shapeKeyPrefix+s.ID()] = string(b)
+	}
+}
+
+// restoreShape adds to ix the shape id as recorded, when ix lacks it and
+// the record is the shape of that id.
+func (ix *Index) restoreShape(id string, recorded map[string]string) {
+	if id == "" || slices.ContainsFunc(ix.Shapes, func(s Shape) bool { return s.ID() == id }) {
+		return
+	}
+	var s Shape
+	if json.Unmarshal([]byte(recorded[shapeKeyPrefix+id]), &s) != nil || s.ID() != id || !s.compilable() {
+		return // the entry is compared whole: stricter, never looser
+	}
+	ix.Shapes = append(ix.Shapes, s)
+	slices.SortFunc(ix.Shapes, func(a, b Shape) int { return cmp.Compare(a.ID(), b.ID()) })
+}
+
+// entryShape is the shape ID of an object's entry.
+func entryShape(value string) string {
+	f := strings.Split(value, "|")
+	if len(f) != 4 {
+		return ""
+	}
+	return f[1]
+}
+
 // entryGuard names the Guard an index entry belongs to.
 func entryGuard(key, value string) (string, bool) {
+	if strings.HasPrefix(key, shapeKeyPrefix) {
+		return "", false
+	}
 	if g, ok := strings.CutPrefix(key, guardKeyPrefix); ok && !strings.Contains(key, "_") {
 		return g, true
 	}

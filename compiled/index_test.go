@@ -127,3 +127,42 @@ func TestBuilderKeepsParts(t *testing.T) {
 		t.Fatalf("a deleted Guard stays: %v", gone.Namespaces)
 	}
 }
+
+// The shapes in use are recorded in the cluster index; a process that
+// starts restores those its kept entries use, and only a record that is
+// the shape of its ID.
+func TestShapesRecordedAndRestored(t *testing.T) {
+	s := Shape{Paths: [][]string{{"data", "tuned"}}, Defer: []string{"injector"}}
+	ix := Index{Namespaces: map[string]map[string]string{}, Shapes: []Shape{s}}
+	ix.recordShapes()
+	recorded := ix.Namespaces[""]
+	if recorded[shapeKeyPrefix+s.ID()] == "" {
+		t.Fatalf("shape not recorded: %v", recorded)
+	}
+	if _, ok := entryGuard(shapeKeyPrefix+s.ID(), recorded[shapeKeyPrefix+s.ID()]); ok {
+		t.Error("a shape record is read as a Guard's entry")
+	}
+	for _, tc := range []struct {
+		name     string
+		id       string
+		recorded map[string]string
+		want     int
+	}{
+		{"restored", s.ID(), recorded, 1},
+		{"no record: compared whole", s.ID(), nil, 0},
+		{"a record of another shape under this ID", s.ID(), map[string]string{shapeKeyPrefix + s.ID(): `{"Paths":[["data","other"]]}`}, 0},
+		{"a path into a list", "x", map[string]string{shapeKeyPrefix + "x": `{"Paths":[["spec","containers","0"]]}`}, 0},
+		{"the empty shape", "", recorded, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fresh := Index{Namespaces: map[string]map[string]string{}}
+			fresh.restoreShape(tc.id, tc.recorded)
+			if len(fresh.Shapes) != tc.want {
+				t.Errorf("shapes %+v, want %d", fresh.Shapes, tc.want)
+			}
+		})
+	}
+	if got := entryShape("deny|" + s.ID() + "|shop|a.yaml:1"); got != s.ID() {
+		t.Errorf("entryShape = %q", got)
+	}
+}

@@ -150,6 +150,7 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 	if err := k.keepPending(ctx, guards, &ix); err != nil {
 		return err
 	}
+	ix.recordShapes()
 	cfg := k.Config
 	cfg.Resources, cfg.Shapes = ix.Resources, ix.Shapes
 	var owner *metav1.OwnerReference
@@ -451,6 +452,14 @@ func (k *Keeper) keepPending(ctx context.Context, guards []Guard, ix *Index) err
 	if err := k.Reader.List(ctx, &list, client.MatchingLabels{IndexLabel: k.Config.Name}); err != nil {
 		return fmt.Errorf("list the index: %w", err)
 	}
+	// The shapes the kept entries use, as the last process recorded them:
+	// without them the policies would compare those objects whole.
+	var recorded map[string]string
+	for _, cm := range list.Items {
+		if ns, ok := k.Config.indexOf(cm.Namespace, cm.Name); ok && ns == "" {
+			recorded = cm.Data
+		}
+	}
 	for _, cm := range list.Items {
 		ns, ok := k.Config.indexOf(cm.Namespace, cm.Name)
 		if !ok {
@@ -465,6 +474,7 @@ func (k *Keeper) keepPending(ctx context.Context, guards []Guard, ix *Index) err
 				ix.Namespaces[ns] = map[string]string{}
 			}
 			ix.Namespaces[ns][key] = v
+			ix.restoreShape(entryShape(v), recorded)
 			if r, ok := resourceOf(key, v); ok {
 				r.Namespaced = ns != ""
 				if !slices.Contains(ix.Resources, r) {
