@@ -31,11 +31,18 @@ spec.ignore.
 
 With a GUARD name instead, diff reads that Guard from the cluster
 (--kubeconfig), fetches and renders its Git source as the guard does, and
-compares every object with the cluster, with the Guard's ignore rules.
+compares every object with the cluster, with the Guard's ignore rules. Each
+object is InSync, OutOfSync (the fields that differ, "missing", or the
+fields a sync would remove: the guard's own, which Git no longer sets) or
+Unknown (it cannot be read: its kind is not served, or you may not read
+it), as in the Guard's status.sync. It also lists the objects a sync would
+prune (its inventory's objects that left Git, with spec.prune) and those
+that carry its label without being its own (never pruned).
 With -f DIR it compares the manifests of a local checkout with the cluster,
 to see what a commit would change before pushing it.
 
-Exit status: 0 in sync, 1 when fields differ, 2 when an input is bad.`,
+Exit status: 0 in sync, 1 when fields differ (or a sync would prune), 2 when an
+input is bad.`,
 		Args: cobra.MaximumNArgs(1),
 		// Differences are a result, not a usage error.
 		SilenceUsage:  true,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
@@ -137,30 +138,46 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 	if snap, err = reconcile.Decorate(c, g.Name, snap); err != nil {
 		return false, err
 	}
-	return compareWithCluster(ctx, out, c, clusterSchemas(kubeconfig), snap, ignore)
+	differ, err := compareWithCluster(ctx, out, c, clusterSchemas(kubeconfig), snap, ignore)
+	if err != nil {
+		return differ, err
+	}
+	prunes, err := previewPrune(ctx, out, c, &g, namespace, snap)
+	return differ || prunes, err
 }
 
 // compareWithCluster prints every object of snap that differs from the
-// cluster. An object whose text differs is checked with a server-side dry
-// run, as the guard does, so API server defaults and normalizations are not
-// shown as drift (without the right to patch, the text comparison stands).
+// cluster, and the sync state of each: InSync, OutOfSync (the fields that
+// differ, missing, or fields a sync would remove: the guard's own fields
+// Git no longer sets) or Unknown (it cannot be read: why). An object whose
+// text differs is checked with a server-side dry run, as the guard does,
+// so API server defaults and normalizations are not shown as drift
+// (without the right to patch, the text comparison stands).
 func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sch *schemas.Cache, snap *gitstore.Snapshot, ignore []*drift.Rule) (bool, error) {
 	rev := snap.Revision
 	redact.Secrets.Set(cliSecrets, snap.SensitiveValues())
 	applier := &reconcile.Applier{Client: c, Rules: func(string) []*drift.Rule { return ignore }, Schemas: sch}
-	differ := 0
+	var n syncCounts
 	for _, o := range snap.Objects {
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(o.GVK())
 		where := fmt.Sprintf(" (%s:%d@%.7s)", o.Source.Path, o.Source.Line, rev)
 		err := c.Get(ctx, client.ObjectKey{Namespace: o.Key.Namespace, Name: o.Key.Name}, live)
 		switch {
+		case meta.IsNoMatchError(err):
+			fmt.Fprintf(out, "? %s%s: Unknown: the API server does not serve %s\n", o.Key.Display(), where, o.GVK().GroupVersion().WithKind(o.GVK().Kind))
+			n.unknown++
+			continue
 		case apierrors.IsNotFound(err) || reconcile.IsNotFoundOrGone(err):
 			fmt.Fprintf(out, "--- git: %s%s\n+++ live: missing\n", o.Key.Display(), where)
-			differ++
+			n.outOfSync++
+			continue
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+			fmt.Fprintf(out, "? %s%s: Unknown: cannot read it: %v\n", o.Key.Display(), where, err)
+			n.unknown++
 			continue
 		case err != nil:
-			return differ > 0, fmt.Errorf("get %s: %w", o.Key, err)
+			return n.outOfSync > 0, fmt.Errorf("get %s: %w", o.Key, err)
 		}
 		opts := applier.Options(o.Obj(), live.Object)
 		changes := o.Drift(live.Object, opts)
@@ -169,15 +186,23 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sch
 		}
 		// What someone added that Git does not set, as self-heal sees it.
 		changes = append(changes, drift.Additions(o.Obj().Object, live.Object, reconcile.FieldManager, opts)...)
+		removed := reconcile.Removals(o.Obj(), live, opts)
 		if len(changes) > 0 {
 			printChanges(out, o.Key.Display(), where, changes)
-			differ++
 		}
+		if len(removed) > 0 {
+			printRemovals(out, o.Key.Display(), where, removed)
+		}
+		if len(changes) > 0 || len(removed) > 0 {
+			n.outOfSync++
+			continue
+		}
+		n.inSync++
 	}
-	if differ == 0 {
+	if n.outOfSync == 0 && n.unknown == 0 {
 		fmt.Fprintf(out, "in sync: %d objects at %.7s\n", len(snap.Objects), rev)
 		return false, nil
 	}
-	fmt.Fprintf(out, "%d of %d objects differ from %.7s\n", differ, len(snap.Objects), rev)
-	return true, nil
+	fmt.Fprintf(out, "%d of %d objects differ from %.7s (%s)\n", n.outOfSync, len(snap.Objects), rev, n)
+	return n.outOfSync > 0, nil
 }
