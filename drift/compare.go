@@ -271,28 +271,20 @@ func (c *comparer) list(desired, live []any, t typ) {
 // guess) takes a live element with a repeated name that matches, rather
 // than report drift the API server may not see.
 func (c *comparer) keyedList(desired, live []any, d, l keyed, et typ, lenient bool) {
-	var nth map[string]int // occurrence of each repeated desired key so far
+	var dbuf, lbuf [4]int
 	for i, dv := range desired {
-		key := d.keys[i]
 		c.push(strconv.Itoa(i))
-		occ := 0
-		if d.at[key] < 0 {
-			if nth == nil {
-				nth = map[string]int{}
-			}
-			occ = nth[key]
-			nth[key]++
-		}
-		j, ok := l.at[key]
+		dIdx := d.same(dv, dbuf[:0])
+		lIdx := l.same(dv, lbuf[:0])
 		switch {
-		case !ok:
+		case len(lIdx) == 0:
 			// A missing element goes through value too, so ignore rules
 			// can hide it.
 			c.value(dv, nil, false, et)
-		case j >= 0 && d.at[key] >= 0:
-			c.value(dv, live[j], true, et)
+		case len(lIdx) == 1 && len(dIdx) == 1:
+			c.value(dv, live[lIdx[0]], true, et)
 		default:
-			c.repeated(dv, live, l.occurrences(key), occ, len(d.occurrences(key)), et, lenient)
+			c.repeated(dv, live, lIdx, position(dIdx, i), len(dIdx), et, lenient)
 		}
 		c.pop()
 	}

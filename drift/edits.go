@@ -185,7 +185,7 @@ func (e *editor) list(old, updated, desired []any, t typ) {
 		if ook && uok && (kind != listNames || (o.distinct() && u.distinct())) {
 			d, dok := indexKeys(desired, keys, et)
 			if !dok {
-				d = keyed{}
+				d = keyed{keys: keys, et: et} // matches nothing
 			}
 			e.keyedList(old, updated, desired, o, u, d, et)
 			return
@@ -211,49 +211,38 @@ func (e *editor) list(old, updated, desired []any, t typ) {
 // value); an updated element without a partner was added, an old one
 // without a partner removed.
 func (e *editor) keyedList(old, updated, desired []any, o, u, d keyed, et typ) {
-	nth := func(k keyed, key string, n int) (int, bool) {
-		if k.at == nil {
-			return 0, false
+	var ubuf, obuf, dbuf [4]int
+	nth := func(idx []int, n int) int {
+		if n < len(idx) {
+			return idx[n]
 		}
-		if j, ok := k.at[key]; ok && j >= 0 {
-			return j, n == 0
-		}
-		occ := k.occurrences(key)
-		if n < len(occ) {
-			return occ[n], true
-		}
-		return 0, false
+		return -1
 	}
-	seen := map[string]int{}
-	for i, key := range u.keys {
-		n := seen[key]
-		seen[key]++
+	for i, uv := range updated {
+		uIdx := u.same(uv, ubuf[:0])
+		n := position(uIdx, i)
 		var ov any
-		if j, ok := nth(o, key, n); ok {
+		if j := nth(o.same(uv, obuf[:0]), n); j >= 0 {
 			ov = old[j]
 		}
-		e.element(strconv.Itoa(i), ov, updated[i], desired, d, key, n, et)
+		e.element(strconv.Itoa(i), ov, uv, desired, nth(d.same(uv, dbuf[:0]), n), et)
 	}
-	done := map[string]int{}
-	for j, key := range o.keys {
-		n := done[key]
-		done[key]++
-		if n >= seen[key] {
-			e.element(strconv.Itoa(j), old[j], nil, desired, d, key, n, et)
+	for j, ov := range old {
+		oIdx := o.same(ov, obuf[:0])
+		n := position(oIdx, j)
+		if n >= len(u.same(ov, ubuf[:0])) {
+			e.element(strconv.Itoa(j), ov, nil, desired, nth(d.same(ov, dbuf[:0]), n), et)
 		}
 	}
 }
 
-// element compares the n-th list element of key. Its desired token is its
-// index in the desired list, or "-" (which no rule addresses) when Git does
-// not have it.
-func (e *editor) element(path string, old, updated any, desired []any, d keyed, key string, n int, et typ) {
+// element compares one list element. Its desired token is its index in the
+// desired list (at, -1 when Git does not have it: "-", which no rule
+// addresses).
+func (e *editor) element(path string, old, updated any, desired []any, at int, et typ) {
 	token, dv := "-", any(nil)
-	if d.at != nil {
-		occ := d.occurrences(key)
-		if n < len(occ) {
-			token, dv = strconv.Itoa(occ[n]), desired[occ[n]]
-		}
+	if at >= 0 {
+		token, dv = strconv.Itoa(at), desired[at]
 	}
 	e.enter(path, token)
 	if (old == nil) != (updated == nil) {

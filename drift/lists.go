@@ -176,8 +176,9 @@ var nameKey = []string{"name"}
 // values of the key fields it has, a missing key field taking its schema
 // default, and one without a default left out (so {host: a} and {host: a,
 // port: 80} are different elements). ok is false for an element with no key
-// field at all, which the API server refuses in an apply. For a set the
-// element itself is the key (et is then unused and keys nil).
+// field at all, which the API server refuses in an apply. For a set (keys
+// nil) the element itself is the key. Only long lists are indexed by it;
+// short ones are matched by sameKey, which allocates nothing.
 func keyOf(el any, keys []string, et typ) (string, bool) {
 	if keys == nil {
 		switch el.(type) {
@@ -190,24 +191,12 @@ func keyOf(el any, keys []string, et typ) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if len(keys) == 1 {
-		// The common case (name, mountPath) without allocating.
-		v, ok := m[keys[0]]
-		if !ok {
-			if v = et.keyDefault(keys[0]); v == nil {
-				return "", false
-			}
-		}
-		return scalarKey(v), true
-	}
 	var b strings.Builder
 	n := 0
 	for _, k := range keys {
-		v, ok := m[k]
+		v, ok := keyField(m, k, et)
 		if !ok {
-			if v = et.keyDefault(k); v == nil {
-				continue
-			}
+			continue
 		}
 		b.WriteString(k)
 		b.WriteByte('=')
@@ -216,6 +205,72 @@ func keyOf(el any, keys []string, et typ) (string, bool) {
 		n++
 	}
 	return b.String(), n > 0
+}
+
+// keyField returns key field k of an element, or its schema default.
+func keyField(m map[string]any, k string, et typ) (any, bool) {
+	if v, ok := m[k]; ok {
+		return v, true
+	}
+	v := et.keyDefault(k)
+	return v, v != nil
+}
+
+// keyable reports whether an element has a key (keyOf's ok).
+func keyable(el any, keys []string, et typ) bool {
+	if keys == nil {
+		switch el.(type) {
+		case map[string]any, []any:
+			return false
+		}
+		return true
+	}
+	m, ok := el.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := keyField(m, k, et); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// sameKey reports whether two keyable elements have one key.
+func sameKey(a, b any, keys []string, et typ) bool {
+	if keys == nil {
+		return keyValueEqual(a, b)
+	}
+	am, bm := a.(map[string]any), b.(map[string]any)
+	for _, k := range keys {
+		av, aok := keyField(am, k, et)
+		bv, bok := keyField(bm, k, et)
+		if aok != bok || (aok && !keyValueEqual(av, bv)) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyValueEqual compares key values as scalarKey encodes them: numbers by
+// value, other types never equal to each other.
+func keyValueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case nil:
+		return b == nil
+	}
+	if af, ok := number(a); ok {
+		bf, ok := number(b)
+		return ok && af == bf
+	}
+	return scalarKey(a) == scalarKey(b)
 }
 
 // keyDefault is the schema default of field k of an element type, nil when
@@ -243,13 +298,12 @@ func scalarKey(v any) string {
 		return "\x00false"
 	case nil:
 		return "\x00null"
+	case int64:
+		return "\x00" + strconv.FormatInt(x, 10)
 	}
 	if f, ok := number(v); ok {
 		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 			return "\x00" + strconv.FormatInt(int64(f), 10)
-		}
-		if i, ok := v.(int64); ok {
-			return "\x00" + strconv.FormatInt(i, 10)
 		}
 		return "\x00" + strconv.FormatFloat(f, 'g', -1, 64)
 	}
@@ -257,54 +311,80 @@ func scalarKey(v any) string {
 	return "\x00" + string(b)
 }
 
-// keyed indexes a list by element key. at holds, for each key, the index of
-// its only element, or -1 when it repeats (then dups holds its indices in
-// order). ok is false when an element has no key: the list is then
-// compared atomically.
+// smallList is the longest list matched by scanning: keys compared in place
+// cost less than a map of encoded keys up to about this length.
+const smallList = 16
+
+// keyed is a list whose elements all have a key, for finding those of a key.
 type keyed struct {
-	at   map[string]int
-	dups map[string][]int
-	keys []string // the key of each element, in order
+	list []any
+	keys []string // the key fields; nil for a set
+	et   typ
+	at   map[string][]int // long lists: indices by encoded key
 }
 
+// indexKeys returns list as keyed; false when an element has no key (the
+// list is then compared atomically).
 func indexKeys(list []any, keys []string, et typ) (keyed, bool) {
-	k := keyed{at: make(map[string]int, len(list)), keys: make([]string, len(list))}
+	k := keyed{list: list, keys: keys, et: et}
+	if len(list) <= smallList {
+		for _, el := range list {
+			if !keyable(el, keys, et) {
+				return keyed{}, false
+			}
+		}
+		return k, true
+	}
+	k.at = make(map[string][]int, len(list))
 	for i, el := range list {
 		key, ok := keyOf(el, keys, et)
 		if !ok {
 			return keyed{}, false
 		}
-		k.keys[i] = key
-		j, seen := k.at[key]
-		switch {
-		case !seen:
-			k.at[key] = i
-		case j >= 0:
-			if k.dups == nil {
-				k.dups = map[string][]int{}
-			}
-			k.dups[key] = []int{j, i}
-			k.at[key] = -1
-		default:
-			k.dups[key] = append(k.dups[key], i)
-		}
+		k.at[key] = append(k.at[key], i)
 	}
 	return k, true
 }
 
-// occurrences returns the indices of the elements with key, in order.
-func (k keyed) occurrences(key string) []int {
-	switch j, ok := k.at[key]; {
-	case !ok:
-		return nil
-	case j >= 0:
-		return []int{j}
+// same appends to dst the indices of the elements whose key is el's (el
+// keyable, from a list of the same type) and returns it.
+func (k *keyed) same(el any, dst []int) []int {
+	if k.at != nil {
+		key, _ := keyOf(el, k.keys, k.et)
+		return append(dst, k.at[key]...)
 	}
-	return k.dups[key]
+	for i, e := range k.list {
+		if sameKey(el, e, k.keys, k.et) {
+			dst = append(dst, i)
+		}
+	}
+	return dst
 }
 
 // distinct reports whether no key repeats.
-func (k keyed) distinct() bool { return len(k.dups) == 0 }
+func (k *keyed) distinct() bool {
+	if k.at != nil {
+		return len(k.at) == len(k.list)
+	}
+	for i := range k.list {
+		for j := i + 1; j < len(k.list); j++ {
+			if sameKey(k.list[i], k.list[j], k.keys, k.et) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// position returns the index of i in idx, -1 when absent.
+func position(idx []int, i int) int {
+	for n, j := range idx {
+		if j == i {
+			return n
+		}
+	}
+	return -1
+}
 
 // nullIsEmpty reports whether a live null stands for Git's value v: in a
 // built-in kind the API server stores an empty list or map and null alike,

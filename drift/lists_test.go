@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -338,6 +339,55 @@ func BenchmarkCompareDeploymentMounts(b *testing.B) {
 	for b.Loop() {
 		if len(Compare(d, l, Options{})) != 0 {
 			b.Fatal("unexpected drift")
+		}
+	}
+}
+
+// TestCompareLongLists: lists longer than smallList are matched through an
+// index of encoded keys, with the same answers.
+func TestCompareLongLists(t *testing.T) {
+	long := func(n int, rev bool) []any {
+		out := make([]any, n)
+		for i := range n {
+			j := i
+			if rev {
+				j = n - 1 - i
+			}
+			out[i] = map[string]any{"containerPort": int64(1000 + j), "name": fmt.Sprintf("p%d", j)}
+		}
+		return out
+	}
+	for _, n := range []int{smallList, smallList + 5} {
+		for _, tt := range []struct {
+			name string
+			edit func(ports []any) []any
+			want []string
+		}{
+			{name: "reordered", edit: func(p []any) []any { return p }},
+			{name: "one changed", edit: func(p []any) []any {
+				p[0].(map[string]any)["name"] = "evil" // the last of Git's
+				return p
+			}, want: []string{fmt.Sprintf("/spec/template/spec/containers/0/ports/%d/name", n-1)}},
+			{name: "one repeated", edit: func(p []any) []any {
+				return append(p, map[string]any{"containerPort": int64(1000), "protocol": "TCP", "name": "again"})
+			}, want: []string{"/spec/template/spec/containers/0/ports/0"}},
+		} {
+			t.Run(fmt.Sprintf("%d %s", n, tt.name), func(t *testing.T) {
+				d, l := obj(t, mounts), obj(t, mounts)
+				spec(d)["containers"].([]any)[0].(map[string]any)["ports"] = long(n, false)
+				spec(l)["containers"].([]any)[0].(map[string]any)["ports"] = tt.edit(long(n, true))
+				got := Paths(Compare(d, l, Options{}))
+				if len(got) == 0 {
+					got = nil
+				}
+				if !reflect.DeepEqual(got, tt.want) {
+					t.Fatalf("Compare paths = %v, want %v", got, tt.want)
+				}
+				ed := Paths(Edits(d, l, d, Options{}))
+				if len(tt.want) == 0 && len(ed) != 0 {
+					t.Fatalf("Edits of a reordered map list: %v", ed)
+				}
+			})
 		}
 	}
 }
