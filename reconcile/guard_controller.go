@@ -199,6 +199,7 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	before := g.Status.DeepCopy()
 	res, err := r.reconcile(ctx, log, &g)
 	g.Status.ObservedGeneration = g.Generation
+	handledReconcileRequest(&g)
 	if r.Drift != nil {
 		g.Status.DriftedObjects, g.Status.Drifted = r.Drift.Drifted(g.Name, maxDriftedListed)
 		setDegraded(&g.Status, r.Drift.Fights(g.Name))
@@ -330,10 +331,22 @@ func (r *GuardReconciler) checkSpec(a *attempt) stop {
 	a.gate = gate
 	if g.Spec.Suspend {
 		meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
+		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue, Reason: "Suspended",
+			Message: fmt.Sprintf("spec.suspend is true: not reconciled and drift not reverted; %s stays in force (driftguard resume guard %s)", orNone(short(g.Status.LastAppliedRevision)), g.Name)})
 		a.log.V(1).Info("suspended")
 		return &ctrl.Result{}
 	}
+	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionSuspended)
 	return nil
+}
+
+// handledReconcileRequest records the reconcile request
+// (driftguard.io/reconcile-requested) the reconcile just ran for as
+// handled. A suspended Guard handles none: the request waits for resume.
+func handledReconcileRequest(g *v1alpha1.Guard) {
+	if req := g.Annotations[v1alpha1.ReconcileRequestedAnnotation]; req != "" && !g.Spec.Suspend {
+		g.Status.LastHandledReconcileAt = req
+	}
 }
 
 // checkDependencies waits for the Guards of spec.dependsOn.

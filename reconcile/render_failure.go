@@ -43,6 +43,9 @@ func failedRevision(g *v1alpha1.Guard, interval time.Duration, now time.Time) *g
 	if req := g.Annotations[v1alpha1.SyncRequestedAnnotation]; req != "" && req != g.Status.LastHandledSyncRequest {
 		return nil
 	}
+	if reconcileWithSource(g) {
+		return nil
+	}
 	until := f.LastFailure.Add(renderBackoff(interval, f.Failures))
 	if !now.Before(until) {
 		return nil
@@ -72,4 +75,12 @@ func recordRenderFailure(g *v1alpha1.Guard, rev string, err error, interval time
 	}
 	g.Status.RenderFailure = &v1alpha1.RenderFailure{Revision: rev, ObservedGeneration: g.Generation, Message: msg,
 		Failures: failures, LastFailure: metav1.NewTime(now)}
+}
+
+// reconcileWithSource reports whether a reconcile request not handled yet
+// asks for the source afresh (driftguard reconcile --with-source): both
+// annotations carry the same request.
+func reconcileWithSource(g *v1alpha1.Guard) bool {
+	req := g.Annotations[v1alpha1.ReconcileRequestedAnnotation]
+	return req != "" && req != g.Status.LastHandledReconcileAt && g.Annotations[v1alpha1.ReconcileSourceAnnotation] == req
 }

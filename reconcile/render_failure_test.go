@@ -62,6 +62,16 @@ func TestFailedRevision(t *testing.T) {
 			g.Annotations = map[string]string{v1alpha1.SyncRequestedAnnotation: "2"}
 			g.Status.LastHandledSyncRequest = "2"
 		}), now.Add(time.Minute)},
+		{"a reconcile with source requested", guard(func(g *v1alpha1.Guard) {
+			g.Annotations = map[string]string{v1alpha1.ReconcileRequestedAnnotation: "r2", v1alpha1.ReconcileSourceAnnotation: "r2"}
+		}), time.Time{}},
+		{"a reconcile without source requested", guard(func(g *v1alpha1.Guard) {
+			g.Annotations = map[string]string{v1alpha1.ReconcileRequestedAnnotation: "r2", v1alpha1.ReconcileSourceAnnotation: "r1"}
+		}), now.Add(time.Minute)},
+		{"a reconcile with source already handled", guard(func(g *v1alpha1.Guard) {
+			g.Annotations = map[string]string{v1alpha1.ReconcileRequestedAnnotation: "r2", v1alpha1.ReconcileSourceAnnotation: "r2"}
+			g.Status.LastHandledReconcileAt = "r2"
+		}), now.Add(time.Minute)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := failedRevision(tt.g, time.Minute, now)

@@ -28,6 +28,18 @@ const (
 	// revision now (manual sync, or a sync window's manualSync); any new
 	// value is a new request. driftguard sync sets it to the time.
 	SyncRequestedAnnotation = "driftguard.io/sync-requested"
+	// ReconcileRequestedAnnotation on a Guard asks for a reconcile now,
+	// under the Guard's own rules (its sync mode and windows still hold a
+	// new revision); any new value is a new request, recorded as handled
+	// in status.lastHandledReconcileAt. driftguard reconcile sets it to
+	// the time.
+	ReconcileRequestedAnnotation = "driftguard.io/reconcile-requested"
+	// ReconcileSourceAnnotation, set to the same value as
+	// ReconcileRequestedAnnotation (driftguard reconcile --with-source),
+	// makes that request fetch and render the source's revision afresh even
+	// when the status records it failed to render and its backoff has not
+	// passed.
+	ReconcileSourceAnnotation = "driftguard.io/reconcile-source"
 	// ShardLabel on a Guard names the shard (--shard) that reconciles it.
 	ShardLabel = "driftguard.io/shard"
 )

@@ -26,6 +26,9 @@ const (
 	// ConditionAuditSinks is False while an audit sink of the guard fails
 	// (a full disk, an API server refusing Events); absent while all work.
 	ConditionAuditSinks = "AuditSinks"
+	// ConditionSuspended is True while spec.suspend is: the Guard is not
+	// reconciled and its drift is not reverted; absent otherwise.
+	ConditionSuspended = "Suspended"
 )
 
 // GuardSpec is the desired behaviour of a Guard.
@@ -483,7 +486,8 @@ type GuardStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled.
+	// Conditions: Ready, Reconciling, Stalled, Healthy, InSync, Degraded,
+	// AuditSinks, Suspended.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -530,6 +534,12 @@ type GuardStatus struct {
 	// annotation the guard last acted on.
 	// +optional
 	LastHandledSyncRequest string `json:"lastHandledSyncRequest,omitempty"`
+
+	// LastHandledReconcileAt is the value of the
+	// driftguard.io/reconcile-requested annotation the guard last
+	// reconciled for (driftguard reconcile waits for it).
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 
 	// Health is the aggregate health of the managed objects: Healthy,
 	// Progressing, Degraded, Suspended, Missing or Unknown.
