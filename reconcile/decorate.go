@@ -182,6 +182,15 @@ func SyncHooks(c client.Client, guard string, plan *SyncPlan) []*Hook {
 			labels = map[string]string{}
 		}
 		delete(labels, GuardLabel)
+		if len(labels) == 0 {
+			// As the API server would have labelled it without HookLabel
+			// (a hook Job's job-name; its controller-uid needs the UID).
+			defaulted := map[string]any{}
+			ServerDefaultedLabels(u, defaulted)
+			for k, v := range defaulted {
+				labels[k] = v.(string)
+			}
+		}
 		labels[HookLabel] = guard
 		u.SetLabels(labels)
 		if u.GetNamespace() == "" && namespaced(c, u.GroupVersionKind()) {

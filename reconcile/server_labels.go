@@ -46,7 +46,8 @@ func ServerDefaultedLabels(u *unstructured.Unstructured, labels map[string]any) 
 			labels[k], added = s, true
 		}
 	}
-	if gk == jobKind && !manualSelector(u) {
+	// A Job named by generateName (a hook) has no name to label it with yet.
+	if gk == jobKind && !manualSelector(u) && u.GetName() != "" {
 		for _, k := range []string{JobNameLabel, LegacyJobNameLabel} {
 			if _, ok := template[k]; !ok {
 				labels[k], added = u.GetName(), true
@@ -70,7 +71,7 @@ func needsControllerUID(u *unstructured.Unstructured) bool {
 		return false
 	}
 	labels := u.GetLabels()
-	if labels[JobNameLabel] != u.GetName() {
+	if u.GetName() == "" || labels[JobNameLabel] != u.GetName() {
 		return false
 	}
 	_, a := labels[ControllerUIDLabel]

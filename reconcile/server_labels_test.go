@@ -39,6 +39,11 @@ kind: Job
 metadata: {name: migrate}
 spec: {manualSelector: true, template: {spec: {containers: [{name: m, image: busybox}]}}}`,
 			want: map[string]any{}},
+		{name: "Job named by generateName", manifest: `apiVersion: batch/v1
+kind: Job
+metadata: {generateName: migrate-}
+spec: {template: {metadata: {labels: {app: db}}, spec: {containers: [{name: m, image: busybox}]}}}`,
+			want: map[string]any{"app": "db"}},
 		{name: "ReplicationController", manifest: `apiVersion: v1
 kind: ReplicationController
 metadata: {name: web}
