@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools test-tools generate verify test test-unit test-e2e fuzz fuzz-short bench bench-quick soak lint demo image clean
+.PHONY: all build tools test-tools generate verify test test-unit test-e2e fuzz fuzz-short bench bench-quick soak lint demo image image-docker clean
 
 all: build
 
@@ -62,20 +62,33 @@ demo: test-tools build ## Run the guard on an embedded local cluster with a Git 
 	bin/driftguard dev --examples examples/shop
 
 # The image is tagged with the chart's appVersion, which the chart's default
-# image tag follows; the binary inside is stamped with VERSION.
-IMAGE ?= ghcr.io/driftguard/driftguard
+# image tag follows; the binary inside is stamped with VERSION. `make image`
+# builds it in Go (cmd/driftguard-image, no container engine): into
+# bin/driftguard-image.tar (+ .spdx.json, the SBOM), or, with IMAGE set
+# (IMAGE=registry/repo[:tag]), pushed there with the SBOM as an OCI referrer.
+# The same commit and Go version give the same image digest: the creation
+# time is the commit time (SOURCE_DATE_EPOCH). docs/install.md, Image.
+IMAGE ?=
+IMAGE_REPO ?= ghcr.io/driftguard/driftguard
 IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/driftguard/Chart.yaml)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_FLAGS ?=
 CONTAINER_ENGINE ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 
-image: ## Build the container image $(IMAGE):<chart appVersion> (needs a working docker or podman)
+image: build ## Build the OCI image in Go: bin/driftguard-image.tar + SBOM, or push it with IMAGE=registry/repo:tag
+	$(GO) run ./cmd/driftguard-image --binary bin/driftguard --version $(VERSION) --revision "$(REVISION)" \
+		--created "$(SOURCE_DATE_EPOCH)" $(IMAGE_FLAGS) \
+		$(if $(IMAGE),--push $(IMAGE) --default-tag $(IMAGE_TAG),--tarball bin/driftguard-image.tar --tag $(IMAGE_REPO):$(IMAGE_TAG))
+
+image-docker: ## The same image from the Dockerfile, with docker or podman ($(IMAGE_REPO):<chart appVersion>, or IMAGE)
 	@if [ -z "$(CONTAINER_ENGINE)" ] || ! $(CONTAINER_ENGINE) info >/dev/null 2>&1; then \
-		echo "make image: no working container engine here ('$(or $(CONTAINER_ENGINE),docker) info' fails)." >&2; \
-		echo "  Build the image where docker or podman runs (a workstation, CI), or set CONTAINER_ENGINE." >&2; \
-		echo "  Nothing else needs it: the tests run the binary itself (make build)." >&2; \
+		echo "make image-docker: no working container engine here ('$(or $(CONTAINER_ENGINE),docker) info' fails)." >&2; \
+		echo "  make image builds the image without one." >&2; \
 		exit 1; \
 	fi
-	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(IMAGE_TAG) .
-	@echo "built $(IMAGE):$(IMAGE_TAG) (driftguard $(VERSION)); helm install uses this tag by default"
+	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) -t $(or $(IMAGE),$(IMAGE_REPO):$(IMAGE_TAG)) .
+	@echo "built $(or $(IMAGE),$(IMAGE_REPO):$(IMAGE_TAG)) (driftguard $(VERSION)); helm install uses the tag $(IMAGE_TAG) by default"
 
 clean:
 	rm -rf bin
