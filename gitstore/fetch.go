@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -298,6 +297,10 @@ func (f *Fetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash plu
 	if c, err := rr.repo.CommitObject(hash); err == nil {
 		return c, nil
 	}
+	// A new commit: make room for its pack (--git-cache-max-packs).
+	if err := f.trimCache(rr, u); err != nil {
+		return nil, err
+	}
 
 	opts := &git.FetchOptions{RemoteName: cacheRemote, RemoteURL: u, Auth: auth, Depth: 1, Tags: git.NoTags, Force: true}
 	if refName != "" {
@@ -317,6 +320,15 @@ func (f *Fetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash plu
 		opts.RefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
 		rr.budget.start(f.opts.MaxFetchBytes)
 		err = rr.repo.FetchContext(ctx, opts)
+		if _, cerr := rr.repo.CommitObject(hash); cerr != nil && (err == nil || errors.Is(err, git.NoErrAlreadyUpToDate)) && isShallow(rr) {
+			// A shallow cache whose branches are up to date brings nothing
+			// older by fetching them "in full": start it again, unshallow.
+			if err := f.emptyCache(rr, u, "an older commit asked for by SHA"); err != nil {
+				return nil, err
+			}
+			rr.budget.start(f.opts.MaxFetchBytes)
+			err = rr.repo.FetchContext(ctx, opts)
+		}
 	}
 	if rr.budget.over.Load() {
 		removeTempPacks(rr.fs)
@@ -340,7 +352,7 @@ const objectCacheSize = 4 * cache.MiByte
 // openCache opens, or creates, the bare cache repository of u fetched with
 // the credentials of key (a Request.CacheKey).
 func (f *Fetcher) openCache(u, key string, b *budget) (*git.Repository, billy.Filesystem, error) {
-	dir := filepath.Join(f.cacheDir, key[:32]+".git")
+	dir := f.cacheRepoDir(key)
 	fs := budgetFS{Filesystem: osfs.New(dir), b: b}
 	// go-git's default object cache keeps up to 96 MiB of decoded objects
 	// per repository for as long as the guard runs; rendering reads each

@@ -30,11 +30,18 @@ type FetchOptions struct {
 	MaxUnpackedBytes int64
 	// MaxFiles bounds the files of an archive or bucket prefix.
 	MaxFiles int
+	// MaxCachePacks bounds the Git cache of one repository: each fetch of
+	// a new commit adds a pack to it, and a cache that holds this many is
+	// emptied before the next fetch, which then takes only the commit
+	// asked for (one shallow fetch, as at start-up). The cache of a
+	// repository stays below MaxCachePacks packs of at most MaxFetchBytes
+	// each.
+	MaxCachePacks int
 }
 
 // DefaultFetchOptions are the options when nothing else is set.
 func DefaultFetchOptions() FetchOptions {
-	return FetchOptions{MaxFetchBytes: 256 << 20, MaxUnpackedBytes: 256 << 20, MaxFiles: 20_000}
+	return FetchOptions{MaxFetchBytes: 256 << 20, MaxUnpackedBytes: 256 << 20, MaxFiles: 20_000, MaxCachePacks: DefaultMaxCachePacks}
 }
 
 // The flags of the fetch options, named in errors.
@@ -43,7 +50,12 @@ const (
 	FlagSourceMaxFetchSize = "source-max-fetch-size"
 	FlagSourceMaxUnpacked  = "source-max-unpacked-size"
 	FlagSourceMaxFiles     = "source-max-files"
+	FlagGitCacheMaxPacks   = "git-cache-max-packs"
 )
+
+// DefaultMaxCachePacks is --git-cache-max-packs' default, Git's own
+// gc.autoPackLimit.
+const DefaultMaxCachePacks = 50
 
 // BindFlags registers a flag for every option, with o's values as
 // defaults (sizes are quantities: 256Mi, 1G).
@@ -52,6 +64,7 @@ func (o *FetchOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.Var((*byteSize)(&o.MaxFetchBytes), FlagSourceMaxFetchSize, "most bytes one revision of a source downloads: a Git pack, an OCI layer, a chart archive, a bucket prefix's objects in all")
 	fs.Var((*byteSize)(&o.MaxUnpackedBytes), FlagSourceMaxUnpacked, "most bytes the files of an OCI artifact or chart archive unpack to, or a bucket prefix lists")
 	fs.IntVar(&o.MaxFiles, FlagSourceMaxFiles, o.MaxFiles, "most files an OCI artifact, chart archive or bucket prefix holds")
+	fs.IntVar(&o.MaxCachePacks, FlagGitCacheMaxPacks, o.MaxCachePacks, "most packs the Git cache of one repository holds (each fetch of a new commit adds one); a full cache is emptied and the next fetch takes only the commit it needs")
 }
 
 // Validate checks that every limit is positive, naming the flag at fault.
@@ -59,7 +72,7 @@ func (o FetchOptions) Validate() error {
 	for _, c := range []struct {
 		flag string
 		v    int64
-	}{{FlagSourceMaxFetchSize, o.MaxFetchBytes}, {FlagSourceMaxUnpacked, o.MaxUnpackedBytes}, {FlagSourceMaxFiles, int64(o.MaxFiles)}} {
+	}{{FlagSourceMaxFetchSize, o.MaxFetchBytes}, {FlagSourceMaxUnpacked, o.MaxUnpackedBytes}, {FlagSourceMaxFiles, int64(o.MaxFiles)}, {FlagGitCacheMaxPacks, int64(o.MaxCachePacks)}} {
 		if c.v <= 0 {
 			return fmt.Errorf("--%s: must be above 0", c.flag)
 		}
@@ -78,6 +91,9 @@ func (o FetchOptions) withDefaults() FetchOptions {
 	}
 	if o.MaxFiles <= 0 {
 		o.MaxFiles = d.MaxFiles
+	}
+	if o.MaxCachePacks <= 0 {
+		o.MaxCachePacks = d.MaxCachePacks
 	}
 	return o
 }
