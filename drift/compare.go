@@ -123,7 +123,7 @@ func (c *comparer) object(desired, live map[string]any, t typ) {
 		}
 		c.push(k)
 		lv, ok := live[k]
-		c.value(dv, lv, ok, t.field(k))
+		c.value(dv, lv, ok, t.child(k, dv))
 		c.pop()
 	}
 }
@@ -150,7 +150,7 @@ func (c *comparer) metadata(desired, live map[string]any, t typ) {
 			continue
 		}
 		c.push(k)
-		c.value(dv, lv, ok, t.field(k))
+		c.value(dv, lv, ok, t.child(k, dv))
 		c.pop()
 	}
 }
@@ -164,7 +164,7 @@ func (c *comparer) annotations(desired, live any) {
 		}
 		lv, ok := lm[k]
 		c.push(k)
-		c.value(dv, lv, ok, typ{})
+		c.value(dv, lv, ok, nil)
 		c.pop()
 	}
 }
@@ -207,7 +207,7 @@ func (c *comparer) value(desired, live any, present bool, t typ) {
 		for k, dv := range d {
 			lv, ok := l[k]
 			c.push(k)
-			c.value(dv, lv, ok, t.field(k))
+			c.value(dv, lv, ok, t.child(k, dv))
 			c.pop()
 		}
 	case []any:

@@ -112,7 +112,7 @@ func (e *editor) metadata(old, updated, desired map[string]any, t typ) {
 				if hasOwnPrefix(a) || ignoredAnnotations[a] {
 					continue
 				}
-				e.field(a, oa, ua, da, typ{})
+				e.field(a, oa, ua, da, nil)
 			}
 			e.leave()
 			continue

@@ -25,6 +25,12 @@ import (
 type Schema struct {
 	s    *smd.Schema
 	root smd.TypeRef
+
+	once     sync.Once
+	rootNode *node
+	untyped  *node
+	mu       sync.Mutex
+	named    map[string]*node
 }
 
 // SchemaOf returns the Schema of a typed value, as a managedfields
@@ -101,50 +107,125 @@ func schemaFor(desired map[string]any, opts Options) *Schema {
 	return BuiltinSchema(schema.FromAPIVersionAndKind(v, k))
 }
 
-// typ is a node of a Schema. With s nil no schema is known for the kind; with
-// s set and a zero atom the schema says nothing about the node (a field it
-// does not declare, x-kubernetes-preserve-unknown-fields), and its lists are
+// typ is a node of a Schema, nil when no schema is known for the kind. A
+// node with a zero atom is one the schema says nothing about (a field it
+// does not declare, x-kubernetes-preserve-unknown-fields): its lists are
 // atomic, as the API server treats them.
-type typ struct {
-	s    *smd.Schema
-	atom smd.Atom
+type typ = *node
+
+// node is one type of a Schema, with what the comparison asks of it worked
+// out once (the schema's lookups cost map accesses and, for types with an
+// element relationship override, an allocation): the comparison runs on
+// every informer event.
+type node struct {
+	schema *Schema
+	atom   smd.Atom
+	once   sync.Once
+	// Built by once.
+	fields   map[string]*node // a struct's fields
+	values   *node            // a map's values (nil: untyped)
+	items    *node            // a list's elements
+	kind     listKind
+	keys     []string
+	defaults map[string]any // defaults of fields, for list keys
 }
 
+// top is the node of the kind itself, nil without a schema.
 func (s *Schema) top() typ {
 	if s == nil {
-		return typ{}
+		return nil
 	}
-	return typ{s: s.s}.resolve(s.root)
+	s.once.Do(func() {
+		s.named = map[string]*node{}
+		s.untyped = &node{schema: s}
+		s.rootNode = s.node(s.root)
+	})
+	return s.rootNode
 }
 
-func (t typ) resolve(tr smd.TypeRef) typ {
-	if t.s == nil {
-		return t
+// node returns the node of a type reference: one per named type (and
+// override), so recursive types end.
+func (s *Schema) node(tr smd.TypeRef) *node {
+	if tr.NamedType == nil {
+		if tr.Inlined == (smd.Atom{}) {
+			return s.untyped
+		}
+		return &node{schema: s, atom: tr.Inlined}
 	}
-	a, ok := t.s.Resolve(tr)
-	if !ok {
-		return typ{s: t.s}
+	key := *tr.NamedType
+	if tr.ElementRelationship != nil {
+		key += "\x00" + string(*tr.ElementRelationship)
 	}
-	return typ{s: t.s, atom: a}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.named[key]; ok {
+		return n
+	}
+	a, ok := s.s.Resolve(tr)
+	n := s.untyped
+	if ok {
+		n = &node{schema: s, atom: a}
+	}
+	s.named[key] = n
+	return n
+}
+
+func (n *node) build() {
+	n.once.Do(func() {
+		s := n.schema
+		n.kind = listAtomic
+		if m := n.atom.Map; m != nil {
+			n.fields = make(map[string]*node, len(m.Fields))
+			for _, f := range m.Fields {
+				n.fields[f.Name] = s.node(f.Type)
+				if f.Default != nil {
+					if n.defaults == nil {
+						n.defaults = map[string]any{}
+					}
+					n.defaults[f.Name] = f.Default
+				}
+			}
+			if m.ElementType != (smd.TypeRef{}) {
+				n.values = s.node(m.ElementType)
+			}
+		}
+		if l := n.atom.List; l != nil {
+			n.items = s.node(l.ElementType)
+			if l.ElementRelationship == smd.Associative {
+				n.kind, n.keys = listMap, l.Keys
+				if len(l.Keys) == 0 {
+					n.kind, n.keys = listSet, nil
+				}
+			}
+		}
+	})
 }
 
 // field is the type of a map's field (or of a map's values).
-func (t typ) field(name string) typ {
-	if t.s == nil || t.atom.Map == nil {
-		return typ{s: t.s}
+func (n *node) field(name string) typ {
+	if n == nil {
+		return nil
 	}
-	if sf, ok := t.atom.Map.FindField(name); ok {
-		return t.resolve(sf.Type)
+	n.build()
+	if f, ok := n.fields[name]; ok {
+		return f
 	}
-	return t.resolve(t.atom.Map.ElementType)
+	if n.values != nil {
+		return n.values
+	}
+	return n.schema.untyped
 }
 
 // elem is the type of a list's elements.
-func (t typ) elem() typ {
-	if t.s == nil || t.atom.List == nil {
-		return typ{s: t.s}
+func (n *node) elem() typ {
+	if n == nil {
+		return nil
 	}
-	return t.resolve(t.atom.List.ElementType)
+	n.build()
+	if n.items != nil {
+		return n.items
+	}
+	return n.schema.untyped
 }
 
 // listKind is how a list's elements are matched.
@@ -158,16 +239,12 @@ const (
 )
 
 // list returns how a list of this type is matched, and its key fields.
-func (t typ) list() (listKind, []string) {
-	switch {
-	case t.s == nil:
+func (n *node) list() (listKind, []string) {
+	if n == nil {
 		return listNames, nameKey
-	case t.atom.List == nil || t.atom.List.ElementRelationship != smd.Associative:
-		return listAtomic, nil
-	case len(t.atom.List.Keys) == 0:
-		return listSet, nil
 	}
-	return listMap, t.atom.List.Keys
+	n.build()
+	return n.kind, n.keys
 }
 
 var nameKey = []string{"name"}
@@ -275,14 +352,12 @@ func keyValueEqual(a, b any) bool {
 
 // keyDefault is the schema default of field k of an element type, nil when
 // it has none.
-func (t typ) keyDefault(k string) any {
-	if t.s == nil || t.atom.Map == nil {
+func (n *node) keyDefault(k string) any {
+	if n == nil {
 		return nil
 	}
-	if sf, ok := t.atom.Map.FindField(k); ok {
-		return sf.Default
-	}
-	return nil
+	n.build()
+	return n.defaults[k]
 }
 
 // scalarKey encodes a key value so that equal values (numbers whatever their
@@ -402,4 +477,14 @@ func nullIsEmpty(v any) bool {
 		return x == ""
 	}
 	return false
+}
+
+// child is field for a value with lists in it (a map or a list), else nil:
+// a scalar needs no type, and most fields are scalars.
+func (n *node) child(name string, v any) typ {
+	switch v.(type) {
+	case map[string]any, []any:
+		return n.field(name)
+	}
+	return nil
 }
