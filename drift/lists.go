@@ -65,6 +65,9 @@ var builtin struct {
 // (the same the API server of its version publishes), nil for any other
 // kind. Compare uses it when Options.Schema is nil.
 func BuiltinSchema(gvk schema.GroupVersionKind) *Schema {
+	if !scheme.Scheme.Recognizes(gvk) {
+		return nil // without reading client-go's schemas (tens of MB)
+	}
 	builtin.once.Do(func() {
 		builtin.tc = applyconfigurations.NewTypeConverter(scheme.Scheme)
 		builtin.m = map[schema.GroupVersionKind]*Schema{}
@@ -75,9 +78,7 @@ func BuiltinSchema(gvk schema.GroupVersionKind) *Schema {
 	if ok {
 		return s
 	}
-	if scheme.Scheme.Recognizes(gvk) {
-		s = SchemaFrom(builtin.tc, gvk)
-	}
+	s = SchemaFrom(builtin.tc, gvk)
 	builtin.mu.Lock()
 	builtin.m[gvk] = s
 	builtin.mu.Unlock()
