@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # driftguard: a static binary on a distroless base, run as a non-root user.
-#   make image                      (tags ghcr.io/driftguard/driftguard:<chart appVersion>)
+#   make image-docker               (tags ghcr.io/driftguard/driftguard:<chart appVersion>;
+#                                    make image builds the same in Go, without an engine)
 #   docker build --build-arg VERSION=v0.1.0 -t driftguard:v0.1.0 .
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 ARG TARGETOS=linux

@@ -77,7 +77,7 @@ IMAGE_FLAGS ?=
 CONTAINER_ENGINE ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 
 image: build ## Build the OCI image in Go: bin/driftguard-image.tar + SBOM, or push it with IMAGE=registry/repo:tag
-	$(GO) run ./cmd/driftguard-image --binary bin/driftguard --version $(VERSION) --revision "$(REVISION)" \
+	GOOS= GOARCH= $(GO) run ./cmd/driftguard-image --binary bin/driftguard --version $(VERSION) --revision "$(REVISION)" \
 		--created "$(SOURCE_DATE_EPOCH)" $(IMAGE_FLAGS) \
 		$(if $(IMAGE),--push $(IMAGE) --default-tag $(IMAGE_TAG),--tarball bin/driftguard-image.tar --tag $(IMAGE_REPO):$(IMAGE_TAG))
 
