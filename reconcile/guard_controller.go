@@ -482,7 +482,8 @@ func (r *GuardReconciler) prepare(ctx context.Context, a *attempt) stop {
 	return nil
 }
 
-// ReasonInvalidSyncOrder: a revision's wave or hook annotations cannot be read.
+// ReasonInvalidSyncOrder is why a revision whose wave or hook annotations
+// cannot be read is not applied.
 const ReasonInvalidSyncOrder = "InvalidSyncOrder"
 
 // stalledFor reports whether the Guard is Stalled already for reason and msg.

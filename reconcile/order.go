@@ -133,13 +133,14 @@ func IsHook(o *gitstore.Object) bool {
 }
 
 // PlanSync orders objs (a rendered revision, as Git has it) into waves and
-// hooks. A bad annotation value is an error naming the object, its file
-// and line, the annotation and the value; all of them are reported.
+// hooks. A bad annotation value is a *gitstore.RenderError (several are
+// gitstore.RenderErrors) at the object's file and line, naming the object,
+// the annotation and the value.
 func PlanSync(objs []*gitstore.Object) (*SyncPlan, error) {
 	p := &SyncPlan{}
 	byWave := map[int][]*gitstore.Object{}
 	var definitions []*gitstore.Object
-	var errs []error
+	var errs gitstore.RenderErrors
 	for _, o := range objs {
 		ann := o.Obj().GetAnnotations()
 		wave, explicit, err := waveOf(ann)
@@ -168,8 +169,12 @@ func PlanSync(objs []*gitstore.Object) (*SyncPlan, error) {
 		}
 		byWave[wave] = append(byWave[wave], o)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	switch len(errs) {
+	case 0:
+	case 1:
+		return nil, errs[0]
+	default:
+		return nil, errs
 	}
 	numbers := slices.Sorted(func(yield func(int) bool) {
 		for n := range byWave {
@@ -197,8 +202,11 @@ func isDefinition(k gitstore.ObjectKey) bool {
 	return (k.Group == "" && k.Kind == "Namespace") || (k.Group == "apiextensions.k8s.io" && k.Kind == "CustomResourceDefinition")
 }
 
-func objectError(o *gitstore.Object, err error) error {
-	return fmt.Errorf("%s (%s): %w", o.Key.Display(), where(o.Source), err)
+// objectError is a *gitstore.RenderError at the object's file and line,
+// naming the object: a problem of the revision's content, like any other
+// render error (driftguard validate lists it).
+func objectError(o *gitstore.Object, err error) *gitstore.RenderError {
+	return &gitstore.RenderError{Path: o.Source.Path, Line: o.Source.Line, Err: fmt.Errorf("%s: %w", o.Key.Display(), err)}
 }
 
 // where is "file:line", or "file" where the line is not known (a chart's

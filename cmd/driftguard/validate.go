@@ -166,6 +166,10 @@ func runValidate(ctx context.Context, out io.Writer, dir string, o *validateOpti
 		problems = append(problems, renderProblems(err)...)
 		snap = nil
 	}
+	// Sync waves and hooks the guard could not read (docs/reconciliation.md).
+	if _, err := reconcile.PlanSync(objs); err != nil {
+		problems = append(problems, renderProblems(err)...)
+	}
 	if c != nil && snap != nil {
 		guardName := ""
 		if guard != nil {

@@ -117,6 +117,17 @@ func TestValidateCommand(t *testing.T) {
 			"apps/d.yaml:2: duplicate object /ConfigMap//same, first defined at apps/c.yaml:1\n",
 			"5 problems in ",
 		}, never: []string{"other/x.yaml"}},
+		{name: "sync waves and hooks the guard cannot read", files: map[string]string{
+			"apps/a.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: shop\n  annotations:\n    driftguard.io/sync-wave: first\n",
+			"apps/b.yaml":  "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\n  namespace: shop\n  annotations:\n    helm.sh/hook: pre-instal\n",
+			"apps/c.yaml":  "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: run-\n  namespace: shop\n",
+			"apps/ok.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: seed-\n  namespace: shop\n  annotations:\n    argocd.argoproj.io/hook: PreSync\n    argocd.argoproj.io/sync-wave: \"-2\"\n",
+		}, path: "apps", wantCode: 1, wantOut: []string{
+			"apps/a.yaml:1: ConfigMap shop/a: annotation driftguard.io/sync-wave: \"first\" is not an integer",
+			"apps/b.yaml:1: Job shop/migrate-: annotation helm.sh/hook: \"pre-instal\" is not a hook event",
+			"apps/c.yaml:1: Job shop/run-: metadata.generateName without metadata.name is only for hooks",
+			"3 problems in ",
+		}, never: []string{"apps/ok.yaml"}},
 		{name: "without vars nothing is substituted", files: map[string]string{"apps/b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b-${CLUSTER}\n"}, path: "apps",
 			wantOut: []string{"ok: 1 object"}},
 		{name: "vars file and vars flag", files: map[string]string{"apps/b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b-${ENV}-${REPLICAS}-${ZONE}\n"}, path: "apps",
