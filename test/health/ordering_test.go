@@ -200,6 +200,28 @@ func TestSyncWaves(t *testing.T) {
 		return nil
 	})
 
+	// A wave Git spells wrong stops that revision, naming the object, the
+	// file and the value; the revision in force stays in force.
+	repo.Change(t, "a wave that is not a number", map[string]string{
+		"service.yaml": withAnnotations(service(ns, "web"), ns, "    "+reconcile.ArgoSyncWaveAnnotation+": third\n"),
+	})
+	harness.Eventually(t, 60*time.Second, "guard Stalled InvalidSyncOrder", func() error {
+		g := h.Guard(t, name)
+		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
+		if c == nil || c.Reason != reconcile.ReasonInvalidSyncOrder {
+			return fmt.Errorf("conditions %+v", g.Status.Conditions)
+		}
+		for _, want := range []string{"service.yaml:1: Service " + ns + "/web", reconcile.ArgoSyncWaveAnnotation, `"third"`, repo.Initial[:7], "stays in force"} {
+			if !strings.Contains(c.Message, want) {
+				t.Errorf("Stalled message %q lacks %q", c.Message, want)
+			}
+		}
+		if g.Status.LastAppliedRevision != repo.Initial {
+			t.Errorf("revision in force %.7s, want %.7s", g.Status.LastAppliedRevision, repo.Initial)
+		}
+		return nil
+	})
+
 	// Everything but the namespace leaves Git: the Service (wave 3) is
 	// pruned before the objects of wave 2, and those before db (wave 1).
 	rev := repo.Change(t, "remove the app", nil, "db.yaml", "app.yaml", "service.yaml")
