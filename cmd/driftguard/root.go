@@ -51,5 +51,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newSyncCommand())
 	root.AddCommand(newValidateCommand())
 	root.AddCommand(newPushCommand())
+	root.AddCommand(newGetCommand(), newReconcileCommand(), newSuspendCommand(), newResumeCommand(), newTreeCommand(), newEventsCommand(), newLogsCommand())
 	return root
 }
