@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -225,6 +226,20 @@ func runFleet(b *testing.B, ctx context.Context, r fleetRun, ns, dir, guardKC st
 	}
 	if err := eg.Wait(); err != nil {
 		b.Fatal(err)
+	}
+	if pd := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); pd != "" {
+		// Where the guard's time goes while it applies the fleet.
+		go func() {
+			resp, err := http.Get("http://" + guard.PprofAddr + "/debug/pprof/profile?seconds=10")
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			if f, err := os.Create(filepath.Join(pd, ns+"-guard.pprof")); err == nil {
+				_, _ = io.Copy(f, resp.Body)
+				_ = f.Close()
+			}
+		}()
 	}
 	allApplied := func(what string, revs map[string]string) time.Duration {
 		start := time.Now()
