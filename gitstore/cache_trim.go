@@ -12,14 +12,15 @@ import (
 )
 
 // The Git cache of a repository takes a shallow fetch of every new commit a
-// Guard asks for, each written as a pack of its own, and nothing ever
-// removes one: after a thousand pushes it holds a thousand packs. go-git
-// cannot repack a shallow repository (its repack walks every parent), and
-// the cache needs nothing but the commits the Guards ask for next, which a
-// fetch brings in any case. So a cache that holds --git-cache-max-packs
-// packs is emptied before the next fetch of a new commit, which takes only
-// that commit, as at start-up. Renders of earlier commits are kept in
-// memory (RenderCache), so no Guard reads the cache for them again.
+// Guard asks for, each written as a pack of its own holding the commit's
+// whole tree, and nothing ever removed one: after a thousand pushes it held
+// a thousand copies of the repository. go-git cannot repack a shallow
+// repository (its repack walks every parent), and the cache needs nothing
+// but the commits the Guards ask for next, which a fetch brings whole in
+// any case. So a cache that holds --git-cache-max-packs packs is emptied
+// before the next fetch of a new commit, which takes only that commit, as
+// at start-up. Renders of earlier commits are kept in memory
+// (RenderCache), so no Guard reads the cache for them again.
 
 // cacheRepoDir is the folder of the cache repository of key (a
 // Request.CacheKey).

@@ -53,9 +53,12 @@ const (
 	FlagGitCacheMaxPacks   = "git-cache-max-packs"
 )
 
-// DefaultMaxCachePacks is --git-cache-max-packs' default, Git's own
-// gc.autoPackLimit.
-const DefaultMaxCachePacks = 50
+// DefaultMaxCachePacks is --git-cache-max-packs' default. A fetch of a
+// new commit into the shallow cache brings the whole tree again (go-git
+// sends the server nothing it has: four commits of a 40-file repository
+// wrote four packs of 9 KB each), so emptying the cache costs the next
+// fetch nothing, and a few packs are all it is worth keeping.
+const DefaultMaxCachePacks = 4
 
 // BindFlags registers a flag for every option, with o's values as
 // defaults (sizes are quantities: 256Mi, 1G).

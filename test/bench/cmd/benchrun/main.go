@@ -42,6 +42,8 @@ var groups = []group{
 	{"scale", "^BenchmarkScale$", 20 * time.Minute},
 	// A control plane of its own: --admission-mode=both.
 	{"compiled admission", "^BenchmarkCompiledAdmission$", 10 * time.Minute},
+	// No control plane: 1,000 commits pushed to the Git server and fetched.
+	{"git cache", "^BenchmarkGitCacheSize$", 20 * time.Minute},
 	// A control plane of its own: 1,000 Guards of 4 objects (Flux's shape).
 	{"fleet", "^BenchmarkManyGuards$", 30 * time.Minute},
 }
