@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -139,7 +138,6 @@ func Build(o Options) (*Result, error) {
 	}
 	cf.Created = v1.Time{Time: created}
 	cf.OS, cf.Architecture, cf.Variant = platform.OS, platform.Architecture, platform.Variant
-	cf.Author = ""
 	cf.Config = v1.Config{
 		User:       User,
 		Entrypoint: []string{BinaryPath},
@@ -255,9 +253,6 @@ func layer(files []file) (v1.Layer, error) {
 			h.Typeflag = tar.TypeDir
 		} else {
 			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.data))
-		}
-		if path.Clean(name) != path.Clean(h.Name) {
-			return nil, fmt.Errorf("layer entry %q: unclean name", f.name)
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, fmt.Errorf("layer entry %s: %w", name, err)

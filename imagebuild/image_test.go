@@ -459,6 +459,11 @@ func TestBuildRefuses(t *testing.T) {
 	if err := os.WriteFile(noCert, []byte("not a certificate\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Go binaries an empty base cannot run, or that say they may need libc.
+	plain := "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hi\") }\n"
+	withC := "package main\n\n// int two(void) { return 2; }\nimport \"C\"\n\nfunc main() { println(C.two()) }\n"
+	cgoStatic := buildTiny(t, dir, "cgo-static", plain, "CGO_ENABLED=1")
+	cgoDynamic := buildTiny(t, dir, "cgo-dynamic", withC, "CGO_ENABLED=1")
 	base := baseOptions(t)
 	for _, tc := range []struct {
 		name   string
@@ -466,6 +471,8 @@ func TestBuildRefuses(t *testing.T) {
 		want   string
 	}{
 		{"no binary", func(o *Options) { o.Binary = "" }, "no binary given"},
+		{"linked dynamically", func(o *Options) { o.Binary = cgoDynamic }, "linked dynamically"},
+		{"built with cgo", func(o *Options) { o.Binary = cgoStatic }, "built with CGO_ENABLED=1"},
 		{"missing binary", func(o *Options) { o.Binary = filepath.Join(dir, "nope") }, "reading the binary"},
 		{"not ELF", func(o *Options) { o.Binary = text }, "not an ELF binary"},
 		{"no creation time", func(o *Options) { o.Created = time.Time{} }, "no creation time"},
@@ -481,4 +488,26 @@ func TestBuildRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildTiny builds a one-file program with env and returns its path.
+func buildTiny(t *testing.T, dir, name, src string, env ...string) string {
+	t.Helper()
+	mod := filepath.Join(dir, name+"-src")
+	if err := os.MkdirAll(mod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, c := range map[string]string{"go.mod": "module example.com/" + name + "\n\ngo 1.26\n", "main.go": src} {
+		if err := os.WriteFile(filepath.Join(mod, f), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), append([]string{"GOFLAGS=-mod=mod", "GOWORK=off"}, env...)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", name, err, b)
+	}
+	return out
 }
