@@ -1,9 +1,12 @@
-// Package notify sends a JSON POST to a URL (Slack-, Teams- or
-// Alertmanager-style receivers behind a relay, or any HTTP endpoint) when a
-// Guard needs a person: a sync failed, a Guard became Degraded, or drift was
-// found. It is an audit sink, so it sees every record in order; routine
-// records (applies, decisions, reverts) never notify, and each kind of event
-// notifies at most once a period per Guard, counting what it held back.
+// Package notify tells people and Git hosts what the guard did. It is an
+// audit sink, so it sees every record in order. Chat providers (Slack,
+// Teams) and the generic JSON POST (optionally HMAC-signed) hear of what
+// needs a person: a sync failed, a Guard became Degraded, or drift was
+// found; routine records (applies, decisions, reverts, successful syncs)
+// never notify them, and each kind of event notifies at most once a period
+// per Guard, counting what it held back. Commit-status providers (GitHub,
+// GitLab) mark each revision a Guard applied or failed to apply, once per
+// revision and result.
 package notify
 
 import (
@@ -96,19 +99,24 @@ var sent = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() { metrics.Registry.MustRegister(sent) }
 
-// Sink is an audit.Sink that posts notifications to URL.
+// Sink is an audit.Sink that sends notifications to one provider: chat
+// messages or a generic JSON POST for what needs a person, or a commit
+// status for each revision applied or failed.
 type Sink struct {
-	// URL returns where to post; "" disables sending (it is read from a
-	// Secret and may change).
+	// Config returns the provider and its settings (read from a Secret,
+	// which may change). When nil, URL is used with the generic provider.
+	Config func(ctx context.Context) (Config, error)
+	// URL returns where to post generic notifications; "" disables sending.
 	URL func(ctx context.Context) (string, error)
 	// Period: at most one notification of a kind per Guard in it.
 	Period time.Duration
 	Client *http.Client
 	Log    logr.Logger
 
-	mu   sync.Mutex
-	last map[string]time.Time // guard/kind -> last sent
-	held map[string]int       // guard/kind -> suppressed since
+	mu     sync.Mutex
+	last   map[string]time.Time // guard/kind -> last sent
+	held   map[string]int       // guard/kind -> suppressed since
+	status map[string]string    // guard and repository -> revision/result last set
 }
 
 var _ audit.Sink = (*Sink)(nil)
@@ -119,25 +127,79 @@ func (s *Sink) Name() string { return "notify" }
 // Close implements audit.Sink.
 func (s *Sink) Close() error { return nil }
 
+// config returns the provider in force.
+func (s *Sink) config(ctx context.Context) (Config, error) {
+	if s.Config != nil {
+		return s.Config(ctx)
+	}
+	raw, err := s.URL(ctx)
+	return Config{Provider: Generic, Address: raw}, err
+}
+
 // Write implements audit.Sink: it posts what the records call for. A
 // receiver that fails is logged and counted; records are never retried into
 // a flood of late notifications.
 func (s *Sink) Write(ctx context.Context, batch []audit.Record) error {
 	for _, r := range batch {
+		c, cerr := s.config(ctx)
+		if cerr == nil && c.commitStatus() {
+			s.setStatus(ctx, c, r)
+			continue
+		}
 		n, ok := Of(r)
 		if !ok || !s.admit(&n) {
 			continue
 		}
-		if host, err := s.post(ctx, n); err != nil {
+		host, err := "", cerr
+		if err == nil {
+			host, err = s.post(ctx, c, n)
+		}
+		if err != nil {
 			sent.WithLabelValues(n.Kind, "failed").Inc()
 			// The URL itself is a secret (a Slack or Teams webhook): only
 			// its host is logged, and err never holds more.
 			s.Log.Error(err, "notification not delivered", "kind", n.Kind, "guard", n.Guard, "host", host)
 			continue
 		}
-		sent.WithLabelValues(n.Kind, "sent").Inc()
+		if host != "" {
+			sent.WithLabelValues(n.Kind, "sent").Inc()
+		}
 	}
 	return nil
+}
+
+// setStatus sets the commit status a record calls for, once for each
+// revision and result of a Guard: a revision that fails at every retry
+// gets one status, and another when it is applied at last.
+func (s *Sink) setStatus(ctx context.Context, c Config, r audit.Record) {
+	st, ok := StatusOf(r)
+	if !ok {
+		return
+	}
+	key, val := st.Guard+" "+st.Repo, st.Revision+"/"+st.Result
+	s.mu.Lock()
+	same := s.status[key] == val
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	method, target, body, header, err := statusRequest(c, st)
+	host := hostOf(c.apiURL())
+	if err == nil {
+		err = s.send(ctx, method, target, redact.Secrets.Bytes(body), header)
+	}
+	if err != nil {
+		sent.WithLabelValues(CommitStatus, "failed").Inc()
+		s.Log.Error(err, "commit status not set", "provider", c.Provider, "guard", st.Guard, "revision", st.Revision, "result", st.Result, "host", host)
+		return
+	}
+	s.mu.Lock()
+	if s.status == nil {
+		s.status = map[string]string{}
+	}
+	s.status[key] = val
+	s.mu.Unlock()
+	sent.WithLabelValues(CommitStatus, "sent").Inc()
 }
 
 // admit applies the rate limit and fills in the suppressed count.
