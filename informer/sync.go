@@ -1,9 +1,11 @@
 package informer
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 )
@@ -20,7 +22,7 @@ func (w *Watcher) SyncState(gvk schema.GroupVersionKind, namespace, name string)
 	w.mu.Unlock()
 	switch {
 	case !watched:
-		return v1alpha1.Unknown, nil, fmt.Sprintf("kind %s is not watched: the API server does not serve it (yet)", gvkString(gvk))
+		return v1alpha1.Unknown, nil, fmt.Sprintf("kind %s is not watched: the API server does not serve it (yet), or the guard may not list it", gvkString(gvk))
 	case !ki.informer.HasSynced():
 		return v1alpha1.Unknown, nil, fmt.Sprintf("the live %s objects have not been read yet", gvk.Kind)
 	}
@@ -46,4 +48,26 @@ func gvkString(gvk schema.GroupVersionKind) string {
 		return gvk.Version + "/" + gvk.Kind
 	}
 	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
+}
+
+// notifySynced tells the guards whose objects of kind gvk the informer
+// holds, once it has read them all: their objects turned from Unknown to
+// compared, which no drift reports when they are in sync.
+func (w *Watcher) notifySynced(ctx context.Context, gvk schema.GroupVersionKind, inf cache.SharedIndexInformer) {
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return
+	}
+	guards := map[string]bool{}
+	for _, key := range inf.GetStore().ListKeys() {
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			continue
+		}
+		if guard, _, ok := w.Store.Lookup(item{gvk: gvk, namespace: ns, name: name}.key()); ok {
+			guards[guard] = true
+		}
+	}
+	for guard := range guards {
+		w.notify(guard)
+	}
 }

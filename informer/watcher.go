@@ -255,6 +255,7 @@ func (w *Watcher) newInformer(ctx context.Context, gvk schema.GroupVersionKind) 
 	}
 	ictx, cancel := context.WithCancel(ctx)
 	go inf.RunWithContext(ictx)
+	go w.notifySynced(ictx, gvk, inf)
 	return &kindInformer{gvr: mapping.Resource, informer: inf, stop: cancel}, nil
 }
 
