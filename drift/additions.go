@@ -34,6 +34,7 @@ func Additions(desired, live map[string]any, guard string, opts Options) []Chang
 	a := adder{comparer: comparer{opts: opts, tokens: make([]string, 0, 16)}, seen: map[string]bool{}}
 	a.secret = isSecret(live)
 	var managers []string
+	top := schemaFor(live, opts).top()
 	if opts.rules != nil {
 		a.hide = opts.rules.prepare(desired, a.secret)
 		managers = opts.rules.managers
@@ -54,7 +55,7 @@ func Additions(desired, live map[string]any, guard string, opts Options) []Chang
 			fields = v
 		}
 		if f, ok := fields.(map[string]any); ok {
-			a.walk(f, live, desired)
+			a.walk(f, live, desired, top)
 		}
 	}
 	slices.SortFunc(a.changes, func(x, y Change) int { return -comparePaths(x.Path, y.Path) })
@@ -69,7 +70,7 @@ type adder struct {
 	seen map[string]bool
 }
 
-func (a *adder) walk(fields map[string]any, live, desired any) {
+func (a *adder) walk(fields map[string]any, live, desired any, t typ) {
 	for k, child := range fields {
 		prefix, rest, ok := strings.Cut(k, ":")
 		if !ok {
@@ -85,25 +86,31 @@ func (a *adder) walk(fields map[string]any, live, desired any) {
 			}
 			dm, _ := desired.(map[string]any)
 			dv, inGit := dm[rest]
-			a.step(rest, rest, lv, dv, inGit && dv != nil, false, sub)
+			a.step(rest, rest, lv, dv, inGit && dv != nil, false, sub, t.field(rest))
 		case "k", "v":
 			ll, _ := live.([]any)
 			key, err := decodeJSON(rest)
 			if err != nil {
 				continue
 			}
-			i := indexOf(ll, key, prefix == "k")
+			et := t.elem()
+			i := indexOf(ll, key, prefix == "k", et)
 			if i < 0 {
 				continue
 			}
 			dl, _ := desired.([]any)
-			j := indexOf(dl, key, prefix == "k")
+			j := indexOf(dl, key, prefix == "k", et)
 			var dv any
 			token := "-"
 			if j >= 0 {
 				dv, token = dl[j], strconv.Itoa(j)
+				if km, ok := key.(map[string]any); ok {
+					// The key fields are Git's element's identity,
+					// even those Git leaves to their defaults.
+					sub = withoutFields(sub, km)
+				}
 			}
-			a.step(strconv.Itoa(i), token, ll[i], dv, j >= 0, true, sub)
+			a.step(strconv.Itoa(i), token, ll[i], dv, j >= 0, true, sub, et)
 		case "i":
 			ll, _ := live.([]any)
 			i, err := strconv.Atoi(rest)
@@ -115,7 +122,7 @@ func (a *adder) walk(fields map[string]any, live, desired any) {
 			if i < len(dl) {
 				dv = dl[i]
 			}
-			a.step(rest, rest, ll[i], dv, i < len(dl), true, sub)
+			a.step(rest, rest, ll[i], dv, i < len(dl), true, sub, t.elem())
 		}
 	}
 }
@@ -125,7 +132,7 @@ func (a *adder) walk(fields map[string]any, live, desired any) {
 // field of which the manager owns only some keys or elements (annotations,
 // owner references), those are the additions, not the field: what others own
 // beside them stays.
-func (a *adder) step(pathToken, desiredToken string, live, desired any, inGit, element bool, fields map[string]any) {
+func (a *adder) step(pathToken, desiredToken string, live, desired any, inGit, element bool, fields map[string]any, t typ) {
 	a.path = append(a.path, pathToken)
 	a.tokens = append(a.tokens, desiredToken)
 	defer func() {
@@ -136,7 +143,7 @@ func (a *adder) step(pathToken, desiredToken string, live, desired any, inGit, e
 		return
 	}
 	if !inGit && !element && ownsParts(fields) {
-		a.walk(fields, live, nil)
+		a.walk(fields, live, nil, t)
 		return
 	}
 	if !inGit {
@@ -151,8 +158,22 @@ func (a *adder) step(pathToken, desiredToken string, live, desired any, inGit, e
 		return
 	}
 	if len(fields) > 0 {
-		a.walk(fields, live, desired)
+		a.walk(fields, live, desired, t)
 	}
+}
+
+// withoutFields returns fields without the "f:" entries of the keys of km.
+func withoutFields(fields, km map[string]any) map[string]any {
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		if name, ok := strings.CutPrefix(k, "f:"); ok {
+			if _, key := km[name]; key {
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // ownsParts reports whether a field set names fields or elements below its
@@ -180,8 +201,9 @@ func (a *adder) skipped(field string) bool {
 }
 
 // indexOf finds the list element a managedFields key names: for "k:" an
-// object whose fields equal the key's, for "v:" an equal value.
-func indexOf(list []any, key any, keyed bool) int {
+// object whose fields equal the key's (a key field the element lacks taking
+// its schema default, as the API server keys it), for "v:" an equal value.
+func indexOf(list []any, key any, keyed bool, et typ) int {
 	for i, el := range list {
 		if keyed {
 			km, _ := key.(map[string]any)
@@ -191,7 +213,7 @@ func indexOf(list []any, key any, keyed bool) int {
 			}
 			match := true
 			for f, kv := range km {
-				if ev, ok := em[f]; !ok || !sameScalar(kv, ev) {
+				if ev, ok := keyField(em, f, et); !ok || !sameScalar(kv, ev) {
 					match = false
 					break
 				}

@@ -113,3 +113,21 @@ func mergeInto(m, patch map[string]any) {
 		m[k] = v
 	}
 }
+
+// TestAdditionsKeyDefaults: a list element whose managedFields key holds a
+// defaulted key field (a port's protocol) is Git's element where Git leaves
+// that field to its default.
+func TestAdditionsKeyDefaults(t *testing.T) {
+	desired := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
+"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1","ports":[{"containerPort":80}]}]}}}}`)
+	live := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
+"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1","ports":[{"containerPort":80,"protocol":"TCP"},{"containerPort":81,"protocol":"TCP"}]}]}}}}`)
+	live["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{"manager": "kubectl-client-side-apply", "operation": "Update",
+		"fieldsV1": `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:ports":{".":{},` +
+			`"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}},` +
+			`"k:{\"containerPort\":81,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}}}}}}}}`}}
+	got := Paths(Additions(desired, live, "driftguard", Options{}))
+	if want := []string{"/spec/template/spec/containers/0/ports/1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Additions = %v, want %v", got, want)
+	}
+}
