@@ -172,7 +172,7 @@ func inspectBinary(name string, bin []byte) (*buildinfo.BuildInfo, v1.Platform, 
 	if err != nil {
 		return nil, v1.Platform{}, fmt.Errorf("imagebuild: %s is not an ELF binary: %w", name, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // reads a byte slice: nothing to fail
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			return nil, v1.Platform{}, fmt.Errorf("imagebuild: %s is linked dynamically (it names a program interpreter); build it with CGO_ENABLED=0", name)
