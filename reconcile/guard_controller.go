@@ -547,6 +547,9 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 	if newRevision {
 		r.event(g, corev1.EventTypeNormal, "RevisionApplied", fmt.Sprintf("applied revision %s: %d created, %d configured, %d replaced", short(rev), cs.Count(Created), cs.Count(Configured), cs.Count(Replaced)))
 	}
+	// A new revision, or one whose sync failed before, is recorded as
+	// applied once (operation SYNC): commit statuses mark revisions by it.
+	syncRecorded := newRevision || g.Status.Retries > 0
 	g.Status.LastAppliedRevision = rev
 	g.Status.ManagedObjects = len(snap.Objects)
 	g.Status.Inventory = inventory(kinds)
@@ -567,6 +570,10 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 		return result
 	}
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
+	if syncRecorded {
+		r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "SYNC", Action: "applied", Reason: msg,
+			Source: &audit.Source{URL: SourceURL(g), Revision: rev}})
+	}
 	a.log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "created", cs.Count(Created), "configured", cs.Count(Configured), "took", time.Since(start).String())
 	return result
 }
