@@ -30,8 +30,9 @@ type Options struct {
 	GitCacheDir     string
 	DefaultInterval time.Duration
 	Workers         int
-	// NotifySecret names a Secret in Namespace whose key "address" is the
-	// URL notifications are posted to.
+	// NotifySecret names Secrets in Namespace (separated by commas), each a
+	// notification provider: key "provider" (generic, slack, teams, github,
+	// gitlab; default generic) and its keys (docs/reconciliation.md).
 	NotifySecret string
 	// NotifyPeriod: at most one notification of a kind per Guard in it.
 	NotifyPeriod time.Duration
@@ -172,7 +173,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ApplyConcurrency, "apply-concurrency", o.ApplyConcurrency, "objects of one Guard applied at once")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second the guard sends to the API server at most, on average (the API server's priority and fairness shares it among clients)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests the guard may send at once above --kube-api-qps")
-	fs.StringVar(&o.NotifySecret, "notify-secret", o.NotifySecret, "Secret (in --namespace) whose key \"address\" is a URL: sync failures, Degraded Guards and drift are posted there as JSON")
+	fs.StringVar(&o.NotifySecret, "notify-secret", o.NotifySecret, "Secrets (in --namespace, separated by commas), each a notification provider: key \"provider\" generic (default: JSON POST to key \"address\", signed with key \"hmacKey\" when set), slack, teams (sync failures, Degraded Guards, drift), github or gitlab (a commit status for each revision applied or failed, with key \"token\")")
 	fs.DurationVar(&o.NotifyPeriod, "notify-period", o.NotifyPeriod, "at most one notification of a kind per Guard in this period; the next one counts those held back")
 	fs.StringVar(&o.Shard, "shard", o.Shard, "reconcile only Guards labelled driftguard.io/shard=NAME (empty: only Guards without that label)")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", o.DefaultServiceAccount, "service account in --namespace whose rights a Guard without spec.serviceAccountName applies, prunes and self-heals with (impersonated); empty: the guard's own identity. Platform teams should set it")

@@ -172,8 +172,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 		}
 		sinks = append(sinks, audit.NewAsyncSink(audit.NewEventSink(evKube, "driftguard"), 1024, 4, o.AuditDrainTimeout))
 	}
-	if o.NotifySecret != "" {
-		n := &notify.Sink{URL: secretValue(mgr.GetAPIReader(), o.Namespace, o.NotifySecret, "address"), Period: o.NotifyPeriod, Log: log.WithName("notify")}
+	for _, name := range notifySecrets(o.NotifySecret) {
+		n := &notify.Sink{Config: notifyConfig(mgr.GetAPIReader(), o.Namespace, name), Period: o.NotifyPeriod, Log: log.WithName("notify").WithValues("secret", name)}
 		sinks = append(sinks, audit.NewAsyncSink(n, 256, 1, o.AuditDrainTimeout))
 	}
 	auditLog := audit.NewLogger(log.WithName("audit"), o.AuditQueueSize, sinks...)
