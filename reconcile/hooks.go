@@ -47,14 +47,17 @@ func (r *GuardReconciler) runHooks(ctx context.Context, a *attempt, phase Phase,
 		created := make([]*unstructured.Unstructured, 0, len(group))
 		var errs []error
 		for _, h := range group {
-			u, err := a.applier.createHook(ctx, h, a.g.Name, a.inv, deadline)
+			u, earlier, err := a.applier.createHook(ctx, h, a.g.Name, a.inv, deadline)
+			if earlier != nil {
+				r.recordHook(ctx, a, h, phase, earlier, string(Deleted), "before-hook-creation", "")
+			}
 			if err != nil {
 				errs = append(errs, &HookError{Hook: h, Phase: phase, Name: h.Object.Key.Name, Err: err})
 				created = append(created, nil)
 				continue
 			}
 			created = append(created, u)
-			r.recordHook(ctx, a, h, phase, u, "created", "")
+			r.recordHook(ctx, a, h, phase, u, "created", "", "")
 		}
 		for i, h := range group {
 			u := created[i]
@@ -67,12 +70,16 @@ func (r *GuardReconciler) runHooks(ctx context.Context, a *attempt, phase Phase,
 				outcome = "failed"
 				errs = append(errs, &HookError{Hook: h, Phase: phase, Name: u.GetName(), Err: err})
 			}
-			r.recordHook(ctx, a, h, phase, u, outcome, errString(err))
+			r.recordHook(ctx, a, h, phase, u, outcome, "", errString(err))
 			if (err == nil && h.DeleteSucceeded) || (err != nil && h.DeleteFailed) {
+				policy := "hook-succeeded"
+				if err != nil {
+					policy = "hook-failed"
+				}
 				if derr := a.applier.deleteHook(ctx, u); derr != nil {
 					errs = append(errs, &HookError{Hook: h, Phase: phase, Name: u.GetName(), Err: derr})
 				} else {
-					r.recordHook(ctx, a, h, phase, u, string(Deleted), "hook-delete-policy")
+					r.recordHook(ctx, a, h, phase, u, string(Deleted), policy, "")
 				}
 			}
 		}
@@ -91,9 +98,12 @@ func errString(err error) string {
 }
 
 // recordHook writes an audit record of what happened to a hook.
-func (r *GuardReconciler) recordHook(ctx context.Context, a *attempt, h *Hook, phase Phase, u *unstructured.Unstructured, action, errMsg string) {
+func (r *GuardReconciler) recordHook(ctx context.Context, a *attempt, h *Hook, phase Phase, u *unstructured.Unstructured, action, policy, errMsg string) {
 	rec := audit.Record{Type: audit.Apply, Guard: a.g.Name, User: FieldManager, Operation: "HOOK", Action: action,
 		Object: audit.ObjectOf(h.Object), Source: audit.SourceOf(h.Object.Source), Reason: "hook " + string(phase)}
+	if policy != "" {
+		rec.Reason += " (" + policy + ")"
+	}
 	rec.Object.Name = u.GetName()
 	if action == string(Deleted) {
 		rec.Type, rec.Operation = audit.Prune, "DELETE"
@@ -109,34 +119,36 @@ func (r *GuardReconciler) recordHook(ctx context.Context, a *attempt, h *Hook, p
 // that name from an earlier run, and waits until it is gone; only an object
 // that is this Guard's hook (HookLabel) or that the Guard applied itself
 // (its inventory, with the same UID: a hook applied as a plain object by an
-// earlier version) is deleted.
-func (a *Applier) createHook(ctx context.Context, h *Hook, guard string, inv *Inventory, deadline time.Time) (*unstructured.Unstructured, error) {
-	u := h.Object.Obj().DeepCopy()
+// earlier version) is deleted. earlier names the object it deleted (name
+// and UID only), nil when none.
+func (a *Applier) createHook(ctx context.Context, h *Hook, guard string, inv *Inventory, deadline time.Time) (u, earlier *unstructured.Unstructured, err error) {
+	u = h.Object.Obj().DeepCopy()
 	if u.GetName() != "" && h.DeleteBefore {
-		if err := a.deleteEarlierHook(ctx, u, guard, inv, deadline); err != nil {
-			return nil, err
+		if earlier, err = a.deleteEarlierHook(ctx, u, guard, inv, deadline); err != nil {
+			return nil, earlier, err
 		}
 	}
 	if err := a.Client.Create(ctx, u, client.FieldOwner(FieldManager)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil, errors.New("an object of that name exists from an earlier run and the hook's delete policy has no before-hook-creation")
+			return nil, earlier, errors.New("an object of that name exists from an earlier run and the hook's delete policy has no before-hook-creation")
 		}
-		return nil, fmt.Errorf("create: %w", a.forbidden(err, "create", u.GroupVersionKind(), u.GetNamespace()))
+		return nil, earlier, fmt.Errorf("create: %w", a.forbidden(err, "create", u.GroupVersionKind(), u.GetNamespace()))
 	}
-	return u, nil
+	return u, earlier, nil
 }
 
 // deleteEarlierHook deletes the object named as hook u, when it is one the
-// guard may delete, and waits until it is gone.
-func (a *Applier) deleteEarlierHook(ctx context.Context, u *unstructured.Unstructured, guard string, inv *Inventory, deadline time.Time) error {
+// guard may delete, and waits until it is gone. deleted names it (name and
+// UID only) once the delete was sent.
+func (a *Applier) deleteEarlierHook(ctx context.Context, u *unstructured.Unstructured, guard string, inv *Inventory, deadline time.Time) (deleted *unstructured.Unstructured, err error) {
 	live := &metav1.PartialObjectMetadata{}
 	live.SetGroupVersionKind(u.GroupVersionKind())
-	err := a.hookReader().Get(ctx, client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}, live)
+	err = a.hookReader().Get(ctx, client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}, live)
 	if IsNotFoundOrGone(err) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read the object of an earlier run: %w", a.forbidden(err, "get", u.GroupVersionKind(), u.GetNamespace()))
+		return nil, fmt.Errorf("read the object of an earlier run: %w", a.forbidden(err, "get", u.GroupVersionKind(), u.GetNamespace()))
 	}
 	key := gitstore.ObjectKey{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 	entry, applied := inv.Get(key)
@@ -146,12 +158,15 @@ func (a *Applier) deleteEarlierHook(ctx context.Context, u *unstructured.Unstruc
 	case labels[GuardLabel] == guard && applied && entry.UID == live.GetUID():
 		inv.Remove(key) // a hook now: no longer the Guard's to keep or prune
 	default:
-		return fmt.Errorf("an object of that name exists and is not a hook of guard %s (no label %s=%s): not deleted, not replaced", guard, HookLabel, guard)
+		return nil, fmt.Errorf("an object of that name exists and is not a hook of guard %s (no label %s=%s): not deleted, not replaced", guard, HookLabel, guard)
 	}
 	uid := live.GetUID()
 	if err := a.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid}); err != nil && !IsNotFoundOrGone(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete the object of an earlier run (before-hook-creation): %w", a.forbidden(err, "delete", u.GroupVersionKind(), u.GetNamespace()))
+		return nil, fmt.Errorf("delete the object of an earlier run (before-hook-creation): %w", a.forbidden(err, "delete", u.GroupVersionKind(), u.GetNamespace()))
 	}
+	deleted = &unstructured.Unstructured{}
+	deleted.SetName(live.GetName())
+	deleted.SetUID(uid)
 	err = wait.PollUntilContextTimeout(ctx, hookPoll, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
 		cur := &metav1.PartialObjectMetadata{}
 		cur.SetGroupVersionKind(u.GroupVersionKind())
@@ -162,9 +177,9 @@ func (a *Applier) deleteEarlierHook(ctx context.Context, u *unstructured.Unstruc
 		return err == nil && cur.GetUID() != uid, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the object of an earlier run is not gone (before-hook-creation): %w", err)
+		return deleted, fmt.Errorf("the object of an earlier run is not gone (before-hook-creation): %w", err)
 	}
-	return nil
+	return deleted, nil
 }
 
 // waitHook waits until a Job or Pod hook completes (nil) or fails (its

@@ -435,5 +435,14 @@ func TestArgoHooksAndWaves(t *testing.T) {
 	if rerun.UID == migrate.UID {
 		t.Error("the PreSync hook did not run again at the next sync")
 	}
-	t.Logf("hooks of the failed sync: %s", hookTrail(hookRecords(name)[before:]))
+	failed := hookTrail(hookRecords(name)[before:])
+	t.Logf("hooks of the failed sync: %s", failed)
+	if !strings.HasPrefix(failed, "migrate deleted, migrate created, migrate succeeded, smoke-") {
+		t.Errorf("hooks of the failed sync %q: want the earlier migrate deleted (BeforeHookCreation) before it runs again", failed)
+	}
+	if recs := h.Audit.Find(func(r audit.Record) bool {
+		return r.Guard == name && r.Object.Name == "migrate" && r.Action == "deleted" && r.Reason == "hook PreSync (before-hook-creation)"
+	}); len(recs) == 0 {
+		t.Error("no audit record of the earlier migrate deleted before-hook-creation")
+	}
 }
