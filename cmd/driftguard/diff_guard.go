@@ -186,7 +186,12 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sch
 		}
 		// What someone added that Git does not set, as self-heal sees it.
 		changes = append(changes, drift.Additions(o.Obj().Object, live.Object, reconcile.FieldManager, opts)...)
-		removed := reconcile.Removals(o.Obj(), live, opts)
+		var removed []drift.Change
+		if o.Obj().GetLabels()[reconcile.GuardLabel] != "" {
+			// With GUARD only: a checkout (-f) is not decorated as a
+			// Guard applies it, its label would read as removed.
+			removed = reconcile.Removals(o.Obj(), live, opts)
+		}
 		if len(changes) > 0 {
 			printChanges(out, o.Key.Display(), where, changes)
 		}
