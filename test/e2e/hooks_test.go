@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/reconcile"
+)
+
+// TestHooksAreNotGuarded: with the webhook on, a hook (here a ConfigMap, a
+// kind that is done once created) is created at its phase and then left
+// alone: a person may change or delete it, and it is neither reverted nor
+// re-created until the next sync. A managed object cannot be made a hook
+// from the cluster: the annotation is a change to a managed object, denied.
+func TestHooksAreNotGuarded(t *testing.T) {
+	t.Parallel()
+	const ns = "hooks-unguarded"
+	ctx := context.Background()
+	hook := strings.Replace(configMap(ns, "run-info", "from the hook"), "  namespace: "+ns+"\n",
+		"  namespace: "+ns+"\n  annotations:\n    argocd.argoproj.io/hook: PostSync\n", 1)
+	repo := h.NewGuard(t, "hooks-unguarded", true, map[string]string{
+		"ns.yaml":          namespace(ns),
+		"apps/config.yaml": configMap(ns, "managed", "from git"),
+		"apps/hook.yaml":   hook,
+	})
+	g := h.WaitApplied(t, repo.Guard, repo.Initial)
+	if g.Status.ManagedObjects != 2 {
+		t.Errorf("status.managedObjects %d, want 2 (the namespace and the managed ConfigMap)", g.Status.ManagedObjects)
+	}
+	var cm corev1.ConfigMap
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err != nil {
+		t.Fatalf("the PostSync hook was not created: %v", err)
+	}
+	if cm.Labels[reconcile.HookLabel] != repo.Guard || cm.Labels[reconcile.GuardLabel] != "" {
+		t.Errorf("hook labels %v", cm.Labels)
+	}
+
+	// The hook is not guarded: a person changes and deletes it.
+	if out, err := h.Kubectl(t, "patch", "configmap", "run-info", "-n", ns, "--type=merge", "-p", `{"data":{"value":"by hand"}}`); err != nil {
+		t.Fatalf("a change to a hook was refused: %s", out)
+	}
+	// A managed object is: making it a hook from the cluster is denied.
+	if out, err := h.Kubectl(t, "annotate", "configmap", "managed", "-n", ns, reconcile.HelmHookAnnotation+"=pre-install"); err == nil || !strings.Contains(out, "managed by Git") {
+		t.Fatalf("annotating a managed object as a hook was admitted: %v %s", err, out)
+	}
+	if out, err := h.Kubectl(t, "delete", "configmap", "run-info", "-n", ns, "--wait=false"); err != nil {
+		t.Fatalf("deleting a hook was refused: %s", out)
+	}
+	// Not drift: the reconciles of the same revision do not re-create it.
+	h.WaitReconciles(t, repo.Guard, 3)
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err == nil {
+		t.Errorf("the deleted hook is back (created %s): a hook must not be kept in sync", cm.CreationTimestamp)
+	}
+	// The next revision's sync runs it again.
+	rev := repo.Change(t, "a new revision", map[string]string{"apps/config.yaml": configMap(ns, "managed", "from git, again")})
+	h.WaitApplied(t, repo.Guard, rev)
+	// PostSync runs before the sync is done: by Ready, the hook is back.
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err != nil || cm.Data["value"] != "from the hook" {
+		t.Fatalf("the PostSync hook did not run at the next revision: %v %v", err, cm.Data)
+	}
+}
