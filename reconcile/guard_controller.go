@@ -584,7 +584,11 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision bool) (ChangeSet, map[gitstore.ObjectKey]string, stop) {
 	g := a.g
 	if g.Spec.CreateNamespace && (newRevision || g.Status.Retries > 0 || g.Generation != g.Status.ObservedGeneration) {
-		created, err := a.applier.EnsureNamespaces(ctx, g.Name, a.snap)
+		var hooks []*Hook
+		if a.plan != nil {
+			hooks = a.plan.Hooks
+		}
+		created, err := a.applier.EnsureNamespaces(ctx, g.Name, a.snap, hooks)
 		for _, ns := range created {
 			r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(Created),
 				Object: audit.Object{Version: "v1", Kind: "Namespace", Name: ns}, Reason: "spec.createNamespace"})

@@ -17,17 +17,21 @@ import (
 // neither guarded nor pruned, as Argo CD's CreateNamespace does.
 const CreatedByAnnotation = "driftguard.io/created-by"
 
-// missingNamespaces lists the namespaces objects of snap live in that snap
-// does not declare itself, in first-seen order.
-func missingNamespaces(snap *gitstore.Snapshot) []string {
+// missingNamespaces lists the namespaces objects of snap (and hooks) live
+// in that snap does not declare itself, in first-seen order.
+func missingNamespaces(snap *gitstore.Snapshot, hooks []*Hook) []string {
 	declared := map[string]bool{}
 	for _, o := range snap.Objects {
 		if o.Key.Group == "" && o.Key.Kind == "Namespace" {
 			declared[o.Key.Name] = true
 		}
 	}
+	objs := snap.Objects
+	for _, h := range hooks {
+		objs = append(objs[:len(objs):len(objs)], h.Object)
+	}
 	var out []string
-	for _, o := range snap.Objects {
+	for _, o := range objs {
 		ns := o.Key.Namespace
 		if ns != "" && !declared[ns] {
 			declared[ns] = true
@@ -37,11 +41,12 @@ func missingNamespaces(snap *gitstore.Snapshot) []string {
 	return out
 }
 
-// EnsureNamespaces creates the namespaces that snap's objects need and Git
-// does not declare, unless they exist. It returns the ones it created.
-func (a *Applier) EnsureNamespaces(ctx context.Context, guard string, snap *gitstore.Snapshot) ([]string, error) {
+// EnsureNamespaces creates the namespaces that snap's objects and hooks
+// need and Git does not declare, unless they exist. It returns the ones it
+// created.
+func (a *Applier) EnsureNamespaces(ctx context.Context, guard string, snap *gitstore.Snapshot, hooks []*Hook) ([]string, error) {
 	var created []string
-	for _, name := range missingNamespaces(snap) {
+	for _, name := range missingNamespaces(snap, hooks) {
 		var ns corev1.Namespace
 		err := a.reader().Get(ctx, client.ObjectKey{Name: name}, &ns)
 		if err == nil {

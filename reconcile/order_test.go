@@ -252,3 +252,66 @@ func TestPruneOrder(t *testing.T) {
 		t.Errorf("prune order %v, want %v", got, want)
 	}
 }
+
+// The waves of a sync: the Namespaces and definitions that name none
+// first, then every wave of objects and, in a sync of the whole revision,
+// every wave of a Sync hook (even one without objects).
+func TestWaveSteps(t *testing.T) {
+	syncHook := func(name, wave string) *gitstore.Object {
+		return gitObj("batch/v1", "Job", name, map[string]string{ArgoHookAnnotation: "Sync", ArgoSyncWaveAnnotation: wave})
+	}
+	p, err := PlanSync([]*gitstore.Object{
+		gitObj("v1", "Namespace", "shop", nil), gitObj("v1", "ConfigMap", "a", wave("2")), gitObj("v1", "ConfigMap", "b", nil),
+		syncHook("between", "1"), syncHook("with-a", "2"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := func(whole bool) string {
+		var out []string
+		for _, s := range waveSteps(p, false, whole) {
+			out = append(out, s.String())
+		}
+		return strings.Join(out, ", ")
+	}
+	for _, tc := range []struct {
+		whole bool
+		want  string
+	}{
+		{true, "the namespaces and definitions, wave 0, wave 1, wave 2"},
+		{false, "the namespaces and definitions, wave 0, wave 2"},
+	} {
+		if got := steps(tc.whole); got != tc.want {
+			t.Errorf("whole=%v: steps %q, want %q", tc.whole, got, tc.want)
+		}
+	}
+}
+
+// spec.createNamespace creates the namespaces of hooks too, once each.
+func TestMissingNamespacesOfHooks(t *testing.T) {
+	hookIn := func(ns string) *Hook {
+		o := gitObj("batch/v1", "Job", "migrate", map[string]string{HelmHookAnnotation: "pre-install"})
+		u := o.Obj().DeepCopy()
+		u.SetNamespace(ns)
+		return &Hook{Object: gitstore.NewObject(u, o.Source)}
+	}
+	snap, err := gitstore.NewSnapshot("u", "r", []*gitstore.Object{gitObj("v1", "ConfigMap", "cfg", nil), gitObj("v1", "Namespace", "declared", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		hooks []*Hook
+		want  []string
+	}{
+		{"no hooks", nil, []string{"shop"}},
+		{"a hook in a namespace of its own", []*Hook{hookIn("jobs")}, []string{"shop", "jobs"}},
+		{"hooks in the objects' and a declared namespace", []*Hook{hookIn("shop"), hookIn("declared")}, []string{"shop"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := missingNamespaces(snap, tc.hooks); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("missing namespaces %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
