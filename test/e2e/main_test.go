@@ -47,10 +47,13 @@ func run(m *testing.M) int {
 	notifications = &notificationReceiver{}
 	notifySrv := httptest.NewServer(notifications)
 	defer notifySrv.Close()
+	statuses = newStatusAPI()
+	statusSrv := httptest.NewServer(statuses)
+	defer statusSrv.Close()
 	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) {
 		o.PolicyDir = policyDir
 		o.BreakGlassGroups = []string{"sre"}
-		o.NotifySecret = notifySecret
+		o.NotifySecret = notifySecret + "," + statusSecret
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start harness:", err)
@@ -59,6 +62,10 @@ func run(m *testing.M) int {
 	defer h.Stop()
 	if err := createNotifySecret(notifySrv.URL); err != nil {
 		fmt.Fprintln(os.Stderr, "notification secret:", err)
+		return 1
+	}
+	if err := createStatusSecret(statusSrv.URL); err != nil {
+		fmt.Fprintln(os.Stderr, "commit status secret:", err)
 		return 1
 	}
 	return m.Run()
