@@ -479,6 +479,11 @@ func (r *GuardReconciler) prepare(ctx context.Context, a *attempt) stop {
 	}
 	a.snap, a.plan = p.decorated, p.plan
 	a.install = g.Status.LastAppliedRevision == ""
+	if len(a.snap.Objects) == 0 && len(p.fetched.Objects) > 0 && !g.Spec.AllowEmpty && (len(g.Status.Inventory) > 0 || g.Status.ManagedObjects > 0) {
+		// Hooks alone: as empty as a revision of no objects (chooseRevision).
+		r.stalled(g, "EmptyRevision", fmt.Sprintf("revision %s renders only hooks, no objects to keep; %s stays in force and nothing is pruned (set spec.allowEmpty to prune everything)", short(a.rev), orNone(short(g.Status.LastAppliedRevision))))
+		return stopAfter(jitter(r.interval(g)))
+	}
 	return nil
 }
 
