@@ -74,6 +74,29 @@ func baseOptions(t *testing.T) Options {
 		Source: "https://github.com/driftguard/driftguard", Created: created}
 }
 
+// smallOptions are baseOptions with a small static binary (hello world),
+// for the tests that build many images (gzip is slow under -race).
+func smallOptions(t *testing.T) Options {
+	o := baseOptions(t)
+	smallOnce.Do(func() {
+		dir, err := os.MkdirTemp(filepath.Dir(o.Binary), "small-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		smallPath = buildTiny(t, dir, "hello", "package main\n\nfunc main() { println(\"hello\") }\n", "CGO_ENABLED=0", "GOOS=linux")
+	})
+	if smallPath == "" {
+		t.Fatal("the small binary did not build")
+	}
+	o.Binary = smallPath
+	return o
+}
+
+var (
+	smallOnce sync.Once
+	smallPath string
+)
+
 func digest(t *testing.T, o Options) (v1.Hash, []byte) {
 	t.Helper()
 	r, err := Build(o)
@@ -99,7 +122,7 @@ func TestBuildReproducible(t *testing.T) {
 	if err := os.WriteFile(pemFile, one.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := baseOptions(t)
+	base := smallOptions(t)
 	want, wantSBOM := digest(t, base)
 	for _, tc := range []struct {
 		name   string
@@ -138,7 +161,7 @@ func TestWriteTarballAndLayout(t *testing.T) {
 	var sums []string
 	var want v1.Hash
 	for i := range 2 {
-		r, err := Build(baseOptions(t))
+		r, err := Build(smallOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
