@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/reconcile"
 )
 
@@ -61,5 +63,28 @@ func TestHooksAreNotGuarded(t *testing.T) {
 	// PostSync runs before the sync is done: by Ready, the hook is back.
 	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err != nil || cm.Data["value"] != "from the hook" {
 		t.Fatalf("the PostSync hook did not run at the next revision: %v %v", err, cm.Data)
+	}
+}
+
+// TestHooksAloneAreAnEmptyRevision: a commit that leaves only hooks has no
+// object to keep: it is refused like an empty one, and nothing is pruned.
+func TestHooksAloneAreAnEmptyRevision(t *testing.T) {
+	t.Parallel()
+	const ns = "hooks-alone"
+	ctx := context.Background()
+	hook := strings.Replace(configMap(ns, "run-info", "from the hook"), "  namespace: "+ns+"\n",
+		"  namespace: "+ns+"\n  annotations:\n    helm.sh/hook: post-upgrade\n", 1)
+	repo := h.NewGuard(t, "hooks-alone", true, map[string]string{
+		"ns.yaml": namespace(ns), "a.yaml": configMap(ns, "a", "one"), "hook.yaml": hook,
+	})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	repo.Change(t, "leave only the hook", nil, "ns.yaml", "a.yaml")
+	waitCondition(t, repo.Guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, "EmptyRevision", "renders only hooks")
+	if _, err := getConfigMap(t, ns, "a"); err != nil {
+		t.Fatalf("a revision of hooks alone pruned the managed ConfigMap: %v", err)
+	}
+	var cm corev1.ConfigMap
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err == nil {
+		t.Errorf("the post-upgrade hook of a refused revision ran")
 	}
 }
