@@ -121,9 +121,9 @@ func runGetGuards(ctx context.Context, out io.Writer, o *getOptions, names []str
 // printGuardTable prints the table of get guards.
 func printGuardTable(out io.Writer, guards []v1alpha1.Guard, wide bool, now time.Time) error {
 	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	fmt.Fprint(tw, "NAME\tREADY\tREVISION\tHEALTH\tDRIFT\tSYNC\tSUSPENDED\tAGE")
+	fmt.Fprintf(tw, "NAME\tREADY\tREVISION\tHEALTH\tDRIFT\tSYNC\tSUSPENDED\tAGE")
 	if wide {
-		fmt.Fprint(tw, "\tPENDING\tSTATUS")
+		fmt.Fprintf(tw, "\tPENDING\tSTATUS")
 	}
 	fmt.Fprintln(tw)
 	for i := range guards {

@@ -162,7 +162,7 @@ func printTree(out io.Writer, g *v1alpha1.Guard, entries []treeEntry) error {
 	}
 	fmt.Fprintf(out, "Guard/%s  revision %s  %s  health %s  drift %d", g.Name, orDash(g.Status.LastAppliedRevision), ready, orDash(g.Status.Health), g.Status.DriftedObjects)
 	if g.Spec.Suspend {
-		fmt.Fprint(out, "  suspended")
+		fmt.Fprintf(out, "  suspended")
 	}
 	fmt.Fprintln(out)
 	sort.SliceStable(entries, func(i, j int) bool {
