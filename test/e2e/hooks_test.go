@@ -64,6 +64,16 @@ func TestHooksAreNotGuarded(t *testing.T) {
 	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err != nil || cm.Data["value"] != "from the hook" {
 		t.Fatalf("the PostSync hook did not run at the next revision: %v %v", err, cm.Data)
 	}
+	// Never pruned: the hook leaves Git and stays, the managed object that
+	// leaves with it is pruned.
+	rev = repo.Change(t, "no hook, no managed ConfigMap", nil, "apps/hook.yaml", "apps/config.yaml")
+	h.WaitApplied(t, repo.Guard, rev)
+	if _, err := getConfigMap(t, ns, "managed"); err == nil {
+		t.Error("the managed ConfigMap that left Git was not pruned")
+	}
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err != nil {
+		t.Errorf("the hook was pruned when it left Git: %v", err)
+	}
 }
 
 // TestHooksAloneAreAnEmptyRevision: a commit that leaves only hooks has no
