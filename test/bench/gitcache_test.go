@@ -59,7 +59,7 @@ func BenchmarkGitCacheSize(b *testing.B) {
 
 	var (
 		size, first, most, unbounded, largest int64
-		fetchTimes                   []time.Duration
+		fetchTimes                            []time.Duration
 	)
 	began := time.Now()
 	b.ResetTimer()
