@@ -79,6 +79,9 @@ func (r *GuardReconciler) runHooks(ctx context.Context, a *attempt, phase Phase,
 				if derr := a.applier.deleteHook(ctx, u); derr != nil {
 					errs = append(errs, &HookError{Hook: h, Phase: phase, Name: u.GetName(), Err: derr})
 				} else {
+					if uid, ok := a.inv.HookUID(hookKey(u)); ok && uid == u.GetUID() {
+						a.inv.RemoveHook(hookKey(u))
+					}
 					r.recordHook(ctx, a, h, phase, u, string(Deleted), policy, "")
 				}
 			}
@@ -134,7 +137,15 @@ func (a *Applier) createHook(ctx context.Context, h *Hook, guard string, inv *In
 		}
 		return nil, earlier, fmt.Errorf("create: %w", a.forbidden(err, "create", u.GroupVersionKind(), u.GetNamespace()))
 	}
+	if h.Object.Obj().GetName() != "" {
+		inv.PutHook(hookKey(u), u.GetUID())
+	}
 	return u, earlier, nil
+}
+
+// hookKey is the inventory key of a hook as created.
+func hookKey(u *unstructured.Unstructured) gitstore.ObjectKey {
+	return gitstore.ObjectKey{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 }
 
 // deleteEarlierHook deletes the object named as hook u, when it is one the
@@ -150,16 +161,20 @@ func (a *Applier) deleteEarlierHook(ctx context.Context, u *unstructured.Unstruc
 	if err != nil {
 		return nil, fmt.Errorf("read the object of an earlier run: %w", a.forbidden(err, "get", u.GroupVersionKind(), u.GetNamespace()))
 	}
-	key := gitstore.ObjectKey{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+	key := hookKey(u)
 	entry, applied := inv.Get(key)
+	hookUID, created := inv.HookUID(key)
 	labels := live.GetLabels()
 	switch {
-	case labels[HookLabel] == guard && labels[GuardLabel] == "":
+	case created && hookUID == live.GetUID():
+		// The hook the guard created last: a label anyone may set is
+		// never the reason to delete.
 	case labels[GuardLabel] == guard && applied && entry.UID == live.GetUID():
 		inv.Remove(key) // a hook now: no longer the Guard's to keep or prune
 	default:
-		return nil, fmt.Errorf("an object of that name exists and is not a hook of guard %s (no label %s=%s): not deleted, not replaced", guard, HookLabel, guard)
+		return nil, fmt.Errorf("an object of that name exists that guard %s did not create as this hook (its inventory has another UID or none): not deleted, not replaced", guard)
 	}
+	inv.RemoveHook(key)
 	uid := live.GetUID()
 	if err := a.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid}); err != nil && !IsNotFoundOrGone(err) && !apierrors.IsConflict(err) {
 		return nil, fmt.Errorf("delete the object of an earlier run (before-hook-creation): %w", a.forbidden(err, "delete", u.GroupVersionKind(), u.GetNamespace()))

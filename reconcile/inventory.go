@@ -26,7 +26,11 @@ import (
 // An Inventory is not safe for concurrent use; the reconciler works on a
 // Clone of the stored one and saves it when Changed.
 type Inventory struct {
-	items   map[gitstore.ObjectKey]InventoryItem
+	items map[gitstore.ObjectKey]InventoryItem
+	// hooks are the named hooks the guard created, by UID: only those may
+	// a later run delete (before-hook-creation), never an object someone
+	// labelled as a hook.
+	hooks   map[gitstore.ObjectKey]types.UID
 	changed bool
 }
 
@@ -40,7 +44,28 @@ type InventoryItem struct {
 
 // NewInventory returns an empty inventory.
 func NewInventory() *Inventory {
-	return &Inventory{items: map[gitstore.ObjectKey]InventoryItem{}}
+	return &Inventory{items: map[gitstore.ObjectKey]InventoryItem{}, hooks: map[gitstore.ObjectKey]types.UID{}}
+}
+
+// PutHook records that the guard created the hook k with uid.
+func (inv *Inventory) PutHook(k gitstore.ObjectKey, uid types.UID) {
+	if uid != "" && inv.hooks[k] != uid {
+		inv.hooks[k], inv.changed = uid, true
+	}
+}
+
+// HookUID is the UID of the hook k the guard created last, if any.
+func (inv *Inventory) HookUID(k gitstore.ObjectKey) (types.UID, bool) {
+	uid, ok := inv.hooks[k]
+	return uid, ok
+}
+
+// RemoveHook forgets the hook k (deleted).
+func (inv *Inventory) RemoveHook(k gitstore.ObjectKey) {
+	if _, ok := inv.hooks[k]; ok {
+		delete(inv.hooks, k)
+		inv.changed = true
+	}
 }
 
 // Len is the number of objects in the inventory.
@@ -105,7 +130,7 @@ func (inv *Inventory) Changed() bool { return inv.changed }
 
 // Clone returns a copy, not changed.
 func (inv *Inventory) Clone() *Inventory {
-	return &Inventory{items: maps.Clone(inv.items)}
+	return &Inventory{items: maps.Clone(inv.items), hooks: maps.Clone(inv.hooks)}
 }
 
 // Keys returns the objects of the inventory, sorted.
@@ -145,6 +170,9 @@ type inventoryFormat struct {
 	// format is refused rather than misread.
 	Format int                   `json:"format"`
 	Kinds  []inventoryFormatKind `json:"kinds"`
+	// Hooks are [group, kind, namespace, name, uid] of the named hooks the
+	// guard created (absent in inventories written before hooks).
+	Hooks [][]string `json:"hooks,omitempty"`
 }
 
 type inventoryFormatKind struct {
@@ -172,6 +200,9 @@ func encodeInventory(inv *Inventory) ([]byte, error) {
 			o = append(o, strconv.Itoa(it.Wave))
 		}
 		cur.Objects = append(cur.Objects, o)
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(inv.hooks), compareKeys) {
+		f.Hooks = append(f.Hooks, []string{k.Group, k.Kind, k.Namespace, k.Name, string(inv.hooks[k])})
 	}
 	// Keys sort by group, kind, namespace, name: one kind with two
 	// versions may come out as several runs; that decodes the same.
@@ -232,6 +263,12 @@ func decodeInventory(data []byte) (*Inventory, error) {
 			}
 			inv.items[gitstore.ObjectKey{Group: kind.Group, Kind: kind.Kind, Namespace: o[0], Name: o[1]}] = it
 		}
+	}
+	for _, h := range f.Hooks {
+		if len(h) != 5 || h[1] == "" || h[3] == "" || h[4] == "" {
+			return nil, errors.New("decode inventory: a hook without kind, name or uid")
+		}
+		inv.hooks[gitstore.ObjectKey{Group: h[0], Kind: h[1], Namespace: h[2], Name: h[3]}] = types.UID(h[4])
 	}
 	return inv, nil
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -191,5 +192,41 @@ func TestInventorySizeAtScale(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.items, inv.items) {
 		t.Error("the decoded inventory differs")
+	}
+}
+
+// The hooks the guard created are kept with their UIDs across a save, and a
+// stored hook without one is refused rather than trusted.
+func TestInventoryHooks(t *testing.T) {
+	inv := NewInventory()
+	k := gitstore.ObjectKey{Group: "batch", Kind: "Job", Namespace: "shop", Name: "migrate"}
+	inv.PutHook(k, "uid-1")
+	if !inv.Changed() {
+		t.Fatal("a new hook does not change the inventory")
+	}
+	data, err := encodeInventory(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodeInventory(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, ok := back.HookUID(k); !ok || uid != "uid-1" {
+		t.Fatalf("hook after a round trip: %q %v", uid, ok)
+	}
+	if c := back.Clone(); func() bool { _, ok := c.HookUID(k); return !ok }() {
+		t.Fatal("Clone lost the hooks")
+	}
+	back.RemoveHook(k)
+	if _, ok := back.HookUID(k); ok || !back.Changed() {
+		t.Fatal("RemoveHook")
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write([]byte(`{"format":` + strconv.Itoa(inventoryFormatVersion) + `,"kinds":[],"hooks":[["batch","Job","shop","migrate",""]]}`))
+	_ = zw.Close()
+	if _, err := decodeInventory(buf.Bytes()); err == nil {
+		t.Fatal("a hook without a UID was read")
 	}
 }

@@ -72,7 +72,24 @@ func TestHooksAreNotGuarded(t *testing.T) {
 		t.Error("the managed ConfigMap that left Git was not pruned")
 	}
 	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err != nil {
-		t.Errorf("the hook was pruned when it left Git: %v", err)
+		t.Fatalf("the hook was pruned when it left Git: %v", err)
+	}
+
+	// An object of the hook's name that the guard did not create is never
+	// deleted to make room for the hook (before-hook-creation), whatever
+	// labels someone gave it.
+	if err := h.Admin.Delete(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	planted := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run-info", Labels: map[string]string{reconcile.HookLabel: repo.Guard}},
+		Data: map[string]string{"value": "planted"}}
+	if err := h.Admin.Create(ctx, planted); err != nil {
+		t.Fatal(err)
+	}
+	repo.Change(t, "the hook again", map[string]string{"apps/hook.yaml": hook})
+	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "HookFailed", "did not create as this hook")
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err != nil || cm.UID != planted.UID || cm.Data["value"] != "planted" {
+		t.Fatalf("the guard deleted or replaced an object it did not create, labelled as its hook: %v %v", err, cm.Data)
 	}
 }
 
