@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools test-tools generate verify test test-unit test-e2e fuzz fuzz-short bench bench-quick soak lint demo image image-docker clean
+.PHONY: all build tools test-tools generate verify test test-unit test-e2e fuzz fuzz-short bench bench-quick bench-scale soak lint demo image image-docker clean
 
 all: build
 
@@ -47,8 +47,11 @@ fuzz: ## Every fuzz target for FUZZTIME (90s) on one worker each; figures per ta
 bench: test-tools ## Every benchmark against its target on a real API server and Git server (under 15 minutes): one `bench:` line per figure, bench/results.json (docs/performance.md)
 	$(GO) run ./test/bench/cmd/benchrun
 
-bench-quick: test-tools ## The same figures from smaller runs (under 3 minutes)
+bench-quick: test-tools ## The same figures from smaller runs, the long groups' included
 	$(GO) run ./test/bench/cmd/benchrun -quick
+
+bench-scale: test-tools ## The groups longer than make bench at full size: 1,000 Guards (fleet), the Git cache after 1,000 commits; bench/results-scale.json
+	$(GO) run ./test/bench/cmd/benchrun -long -out bench/results-scale.json
 
 soak: test-tools ## 100 edits/s for 10 minutes; memory and latency every minute (SOAK=10m)
 	$(GO) test -run '^$$' -bench BenchmarkSoak -benchtime 1x -timeout 30m ./test/bench/ -args -soak $(or $(SOAK),10m)

@@ -4,7 +4,7 @@
 // Git server on loopback), prints one line per figure against its target
 // and writes them all to bench/results.json.
 //
-//	go run ./test/bench/cmd/benchrun [-quick] [-out bench/results.json] [-strict]
+//	go run ./test/bench/cmd/benchrun [-quick | -long] [-out bench/results.json] [-strict]
 //
 // It exits 1 when a benchmark could not run (a setup failure), and with
 // -strict also when a figure misses its target.
@@ -31,21 +31,25 @@ type group struct {
 	name    string
 	pattern string
 	timeout time.Duration
+	// long groups take more than make bench's 15 minutes at full size:
+	// they run with -long (make bench-scale), and at -quick size with
+	// -quick.
+	long bool
 }
 
 var groups = []group{
 	// One control plane and guard process for all of these.
-	{"shared", "^(BenchmarkColdStart|BenchmarkSelfHeal|BenchmarkSelfHealBurst|BenchmarkWebhookOverhead|BenchmarkApplyVsKubectl)$", 15 * time.Minute},
+	{"shared", "^(BenchmarkColdStart|BenchmarkSelfHeal|BenchmarkSelfHealBurst|BenchmarkWebhookOverhead|BenchmarkApplyVsKubectl)$", 15 * time.Minute, false},
 	// No control plane: the webhook server alone, Git and the other sources.
-	{"webhook and git", "^(BenchmarkWebhookHandler|BenchmarkWebhookHTTPS|BenchmarkGitNoopFetch|BenchmarkSourceNoOp)$", 5 * time.Minute},
+	{"webhook and git", "^(BenchmarkWebhookHandler|BenchmarkWebhookHTTPS|BenchmarkGitNoopFetch|BenchmarkSourceNoOp)$", 5 * time.Minute, false},
 	// A control plane of its own: 100, 1,000, 10,000 objects.
-	{"scale", "^BenchmarkScale$", 20 * time.Minute},
+	{"scale", "^BenchmarkScale$", 20 * time.Minute, false},
 	// A control plane of its own: --admission-mode=both.
-	{"compiled admission", "^BenchmarkCompiledAdmission$", 10 * time.Minute},
+	{"compiled admission", "^BenchmarkCompiledAdmission$", 10 * time.Minute, false},
 	// No control plane: 1,000 commits pushed to the Git server and fetched.
-	{"git cache", "^BenchmarkGitCacheSize$", 20 * time.Minute},
+	{"git cache", "^BenchmarkGitCacheSize$", 20 * time.Minute, true},
 	// A control plane of its own: 1,000 Guards of 4 objects (Flux's shape).
-	{"fleet", "^BenchmarkManyGuards$", 30 * time.Minute},
+	{"fleet", "^BenchmarkManyGuards$", 30 * time.Minute, true},
 }
 
 // unit are the packages whose Go benchmarks run with -benchmem.
@@ -53,10 +57,11 @@ var unit = []string{"./drift/", "./policy/", "./webhook/"}
 
 func main() {
 	quick := flag.Bool("quick", false, "the smaller version of every benchmark (make bench-quick)")
+	long := flag.Bool("long", false, "only the groups that take longer than make bench's 15 minutes, at full size (make bench-scale)")
 	out := flag.String("out", "bench/results.json", "where the figures go, as JSON")
 	strict := flag.Bool("strict", false, "exit 1 when a figure misses its target")
 	flag.Parse()
-	if err := run(*quick, *out, *strict); err != nil {
+	if err := run(*quick, *long, *out, *strict); err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)
 		os.Exit(1)
 	}
@@ -74,7 +79,7 @@ type results struct {
 	Failures []string        `json:"failures,omitempty"` // benchmarks that could not run
 }
 
-func run(quick bool, out string, strict bool) error {
+func run(quick, long bool, out string, strict bool) error {
 	started := time.Now()
 	res := results{Started: started.UTC(), Quick: quick, Go: runtime.Version(), CPUs: runtime.NumCPU(), Load: []string{loadAvg()}}
 	root, err := moduleRoot()
@@ -104,19 +109,24 @@ func run(quick bool, out string, strict bool) error {
 	if quick {
 		pkgs, benchtime = unit[:1], "300ms"
 	}
-	var unitOut bytes.Buffer
-	args := append([]string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime}, pkgs...)
-	if err := step(root, nil, io.MultiWriter(os.Stdout, &unitOut), "go", args...); err != nil {
-		res.Failures = append(res.Failures, "unit benchmarks: "+err.Error())
-	}
-	unitFigures, err := compareFigures(&unitOut)
-	if err != nil {
-		res.Failures = append(res.Failures, err.Error())
+	var unitFigures []report.Figure
+	if !long {
+		var unitOut bytes.Buffer
+		args := append([]string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime}, pkgs...)
+		if err := step(root, nil, io.MultiWriter(os.Stdout, &unitOut), "go", args...); err != nil {
+			res.Failures = append(res.Failures, "unit benchmarks: "+err.Error())
+		}
+		if unitFigures, err = compareFigures(&unitOut); err != nil {
+			res.Failures = append(res.Failures, err.Error())
+		}
 	}
 
 	// 3. End-to-end groups, each in a process of its own.
 	env := []string{"DRIFTGUARD_BENCH_RESULTS=" + figuresFile}
 	for _, g := range groups {
+		if g.long != long && !quick {
+			continue
+		}
 		fmt.Printf("\n=== benchrun: %s (%s)\n", g.name, g.pattern)
 		args := []string{"-test.run", "^$", "-test.bench", g.pattern, "-test.benchtime", "1x", "-test.timeout", g.timeout.String()}
 		if quick {
