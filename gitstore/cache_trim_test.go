@@ -13,7 +13,7 @@ import (
 // asked for, and an old commit is fetched again after the cache was
 // emptied. Without a bound every fetched commit stays (the control case).
 func TestFetchCacheBounded(t *testing.T) {
-	const commits = 14
+	const commits = 9
 	gs := newGitServer(t)
 	for _, tc := range []struct {
 		name     string
