@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
@@ -93,7 +92,7 @@ type GuardReconciler struct {
 	mu        sync.Mutex
 	decorated map[string]*prepared // guard -> its fetched snapshot, decorated and ordered
 	waits     map[string]waitStart
-	pushes    chan event.GenericEvent
+	kicks     kicks
 }
 
 // Pushed reconciles at once every Guard whose repository is one of urls (a
@@ -111,10 +110,7 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 		}
 		for _, u := range urls {
 			if gitstore.SameRepository(SourceURL(g), u) {
-				select {
-				case r.pushes <- event.GenericEvent{Object: g}:
-				default: // a reconcile of it is queued already
-				}
+				r.Enqueue(g.Name)
 				break
 			}
 		}
@@ -123,7 +119,6 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 
 // SetupWithManager registers the reconciler.
 func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.pushes = make(chan event.GenericEvent, 256)
 	if r.Inventory == nil {
 		r.Inventory = &InventoryStore{Client: r.Client, Namespace: r.SecretNamespace, Log: r.Log.WithName("inventory")}
 	}
@@ -138,7 +133,7 @@ func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.Guard{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
 			predicate.NewPredicateFuncs(r.InShard))).
-		WatchesRawSource(source.Channel(r.pushes, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.kicks.source()).
 		// A Guard that becomes Ready and Healthy wakes the Guards that wait
 		// for it (spec.dependsOn), rather than their next check.
 		Watches(&v1alpha1.Guard{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
