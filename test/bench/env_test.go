@@ -19,10 +19,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,4 +422,23 @@ func liveValues(r audit.Record) []string {
 func parseRV(rv string) uint64 {
 	n, _ := strconv.ParseUint(rv, 10, 64)
 	return n
+}
+
+// countingGitFront serves git on a loopback listener of its own and counts
+// the requests: the guard fetches through it. Close the listener when done.
+func countingGitFront(b *testing.B, git *gitserver.Server) (net.Listener, *atomic.Int64) {
+	b.Helper()
+	front, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var requests atomic.Int64
+	handler := git.Handler()
+	go func() {
+		_ = http.Serve(front, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			handler.ServeHTTP(w, r)
+		}))
+	}()
+	return front, &requests
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -122,19 +121,8 @@ func BenchmarkManyGuards(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = git.Close() }()
-	var gitRequests atomic.Int64
-	front, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	front, gitRequests := countingGitFront(b, git)
 	defer front.Close()
-	gitHandler := git.Handler()
-	go func() {
-		_ = http.Serve(front, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			gitRequests.Add(1)
-			gitHandler.ServeHTTP(w, r)
-		}))
-	}()
 	adminCfg := fastConfig(cluster.Config)
 	admin, err := client.New(adminCfg, client.Options{Scheme: app.Scheme()})
 	if err != nil {
@@ -161,7 +149,7 @@ func BenchmarkManyGuards(b *testing.B) {
 		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			b.Fatal(err)
 		}
-		runFleet(b, ctx, r, ns, filepath.Join(dir, fmt.Sprint(i)), guardKC, admin, git, "http://"+front.Addr().String(), &gitRequests)
+		runFleet(b, ctx, r, ns, filepath.Join(dir, fmt.Sprint(i)), guardKC, admin, git, "http://"+front.Addr().String(), gitRequests)
 	}
 	b.StopTimer()
 	b.ReportMetric(0, "ns/op")

@@ -6,8 +6,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -142,19 +140,8 @@ func BenchmarkScale(b *testing.B) {
 	defer func() { _ = git.Close() }()
 	// A counting front for the Git server: the guard fetches through it, so
 	// the benchmark sees when a full reconcile starts.
-	var gitRequests atomic.Int64
-	front, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	front, gitRequests := countingGitFront(b, git)
 	defer front.Close()
-	gitHandler := git.Handler()
-	go func() {
-		_ = http.Serve(front, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			gitRequests.Add(1)
-			gitHandler.ServeHTTP(w, r)
-		}))
-	}()
 	adminCfg := fastConfig(cluster.Config)
 	admin, err := client.New(adminCfg, client.Options{Scheme: app.Scheme()})
 	if err != nil {
@@ -249,7 +236,7 @@ func BenchmarkScale(b *testing.B) {
 		b.Logf("%d objects applied and Ready in %s; RSS %.1f MiB, heap after GC %.1f MiB (%.1f before the Guard)",
 			sz.objects(), run.apply.Round(time.Millisecond), run.rssApplied, run.heapApplied, run.heapStart)
 		if last {
-			idleInterval(b, ctx, guard, admin, kube, &gitRequests, run, dir)
+			idleInterval(b, ctx, guard, admin, kube, gitRequests, run, dir)
 		} else {
 			removeScaleGuard(b, ctx, admin, kube, sz)
 		}
