@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // ControlPlaneManagers are the field managers of the control plane's own
@@ -221,7 +223,7 @@ func indexOf(list []any, key any, keyed bool, et typ) int {
 			if match {
 				return i
 			}
-		} else if valueEqual(el, key) {
+		} else if jsonvalue.Equal(el, key) {
 			return i
 		}
 	}

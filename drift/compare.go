@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // Options tune a comparison.
@@ -346,8 +348,8 @@ func scalarEqual(desired, live any) bool {
 	if desired == live {
 		return true
 	}
-	df, dnum := number(desired)
-	lf, lnum := number(live)
+	df, dnum := jsonvalue.Number(desired)
+	lf, lnum := jsonvalue.Number(live)
 	if dnum && lnum {
 		return df == lf
 	}
@@ -362,22 +364,6 @@ func scalarEqual(desired, live any) bool {
 		return quantityEqual(ds, strconv.FormatFloat(lf, 'f', -1, 64))
 	}
 	return false
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	}
-	return 0, false
 }
 
 func quantityEqual(a, b string) bool {

@@ -3,6 +3,8 @@ package drift
 import (
 	"sort"
 	"strconv"
+
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // StampAnnotation is the annotation in which the guard's admission webhook
@@ -164,7 +166,7 @@ func (e *editor) value(old, updated, desired any, t typ) {
 				return
 			}
 		}
-		if valueEqual(old, updated) {
+		if jsonvalue.Equal(old, updated) {
 			return
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	smd "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // Schema is the structure of one kind as the API server merges it: for every
@@ -344,8 +346,8 @@ func keyValueEqual(a, b any) bool {
 	case nil:
 		return b == nil
 	}
-	if af, ok := number(a); ok {
-		bf, ok := number(b)
+	if af, ok := jsonvalue.Number(a); ok {
+		bf, ok := jsonvalue.Number(b)
 		return ok && af == bf
 	}
 	return scalarKey(a) == scalarKey(b)
@@ -377,7 +379,7 @@ func scalarKey(v any) string {
 	case int64:
 		return "\x00" + strconv.FormatInt(x, 10)
 	}
-	if f, ok := number(v); ok {
+	if f, ok := jsonvalue.Number(v); ok {
 		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 			return "\x00" + strconv.FormatInt(int64(f), 10)
 		}

@@ -1,5 +1,9 @@
 package drift
 
+import (
+	"github.com/driftguard/driftguard/jsonvalue"
+)
+
 // ServerValues are, by JSON pointer, the values the API server stores for
 // fields Git sets where they differ from Git's text: what defaulting,
 // normalization, schema pruning or a mutating webhook made of them. They come
@@ -37,48 +41,12 @@ func (sv ServerValues) Filter(changes []Change) []Change {
 	}
 	var out []Change
 	for _, c := range changes {
-		if v, ok := sv[c.Path]; ok && v.absent == c.Missing && (v.absent || valueEqual(v.value, c.Live)) {
+		if v, ok := sv[c.Path]; ok && v.absent == c.Missing && (v.absent || jsonvalue.Equal(v.value, c.Live)) {
 			continue
 		}
 		out = append(out, c)
 	}
 	return out
-}
-
-// valueEqual compares JSON-like values, numbers by value whatever their Go
-// type.
-func valueEqual(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !valueEqual(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !valueEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	if a == b {
-		return true
-	}
-	af, aok := number(a)
-	bf, bok := number(b)
-	return aok && bok && af == bf
 }
 
 // WithoutDroppedEmpty drops the changes where Git sets an empty value (false,
@@ -108,6 +76,6 @@ func isEmpty(v any) bool {
 	case bool:
 		return !x
 	}
-	n, ok := number(v)
+	n, ok := jsonvalue.Number(v)
 	return ok && n == 0
 }

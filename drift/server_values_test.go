@@ -54,27 +54,6 @@ func TestServerValuesFilter(t *testing.T) {
 	}
 }
 
-func TestValueEqual(t *testing.T) {
-	tests := []struct {
-		a, b any
-		want bool
-	}{
-		{int64(1), float64(1), true},
-		{"a", "a", true},
-		{"1", int64(1), false},
-		{map[string]any{"a": int64(1)}, map[string]any{"a": float64(1)}, true},
-		{map[string]any{"a": int64(1)}, map[string]any{"a": int64(1), "b": nil}, false},
-		{[]any{"x"}, []any{"x", "y"}, false},
-		{nil, nil, true},
-		{nil, "", false},
-	}
-	for _, tt := range tests {
-		if got := valueEqual(tt.a, tt.b); got != tt.want {
-			t.Errorf("valueEqual(%v, %v) = %v", tt.a, tt.b, got)
-		}
-	}
-}
-
 // The server drops Git's empty values of omitempty fields; an apply's answer
 // says which, and only those stay out of the drift. A writer who removes a
 // false Git states, where the server keeps it, is drift.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // fields reads an unstructured object leniently about how numbers are held
@@ -37,7 +39,7 @@ func (f *fields) get(path ...string) (any, bool) {
 
 func (f *fields) wrongType(path []string, v any, want string) {
 	if f.err == nil {
-		f.err = fmt.Errorf("%s is %s, want %s", strings.Join(path, "."), kindOf(v), want)
+		f.err = fmt.Errorf("%s is %s, want %s", strings.Join(path, "."), jsonvalue.Kind(v), want)
 	}
 }
 
@@ -218,25 +220,6 @@ func (f *fields) time(path ...string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t, true
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	case int, int32, int64, float64, json.Number:
-		return "a number"
-	default:
-		return fmt.Sprintf("a %T", v)
-	}
 }
 
 // condition is one entry of status.conditions.

@@ -29,6 +29,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown/print"
+
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // DecisionQuery is the query every policy must answer.
@@ -350,7 +352,7 @@ func decisionFrom(rs rego.ResultSet) (Decision, error) {
 		}
 		return Decision{}, fmt.Errorf("several decisions: %s is a collection of %d values, want one object", DecisionQuery, len(v))
 	default:
-		return Decision{}, fmt.Errorf("wrong shape: %s is %s, want an object {\"action\", \"reason\"}", DecisionQuery, jsonKind(v))
+		return Decision{}, fmt.Errorf("wrong shape: %s is %s, want an object {\"action\", \"reason\"}", DecisionQuery, jsonvalue.Kind(v))
 	}
 }
 
@@ -361,7 +363,7 @@ func decisionFromObject(obj map[string]any) (Decision, error) {
 	}
 	s, ok := raw.(string)
 	if !ok {
-		return Decision{}, fmt.Errorf("wrong shape: %s action is %s, want a string", DecisionQuery, jsonKind(raw))
+		return Decision{}, fmt.Errorf("wrong shape: %s action is %s, want a string", DecisionQuery, jsonvalue.Kind(raw))
 	}
 	d := Decision{Action: Action(s)}
 	if !d.Action.Valid() {
@@ -374,35 +376,18 @@ func decisionFromObject(obj map[string]any) (Decision, error) {
 		}
 		s, ok := raw.(string)
 		if !ok {
-			return Decision{}, fmt.Errorf("wrong shape: %s %s is %s, want a string", DecisionQuery, key, jsonKind(raw))
+			return Decision{}, fmt.Errorf("wrong shape: %s %s is %s, want a string", DecisionQuery, key, jsonvalue.Kind(raw))
 		}
 		*dst = s
 	}
 	if raw, ok := obj["temporary"]; ok {
 		b, ok := raw.(bool)
 		if !ok {
-			return Decision{}, fmt.Errorf("wrong shape: %s temporary is %s, want a boolean", DecisionQuery, jsonKind(raw))
+			return Decision{}, fmt.Errorf("wrong shape: %s temporary is %s, want a boolean", DecisionQuery, jsonvalue.Kind(raw))
 		}
 		d.Temporary = b
 	}
 	return d, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	default:
-		return "a number"
-	}
 }
 
 // Watch polls dir every interval (10s when every <= 0) until ctx is done.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // HealthQuery is the rule custom health checks define.
@@ -131,7 +132,7 @@ func healthFrom(rs rego.ResultSet) (health.Result, bool, error) {
 	obj, ok := rs[0].Expressions[0].Value.(map[string]any)
 	if !ok {
 		v := rs[0].Expressions[0].Value
-		return health.Result{}, false, fmt.Errorf(`wrong shape: %s is %s, want an object {"state", "message"}`, HealthQuery, jsonKind(v))
+		return health.Result{}, false, fmt.Errorf(`wrong shape: %s is %s, want an object {"state", "message"}`, HealthQuery, jsonvalue.Kind(v))
 	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
@@ -145,12 +146,12 @@ func healthFrom(rs rego.ResultSet) (health.Result, bool, error) {
 		switch k {
 		case "state":
 			if !isString {
-				return health.Result{}, false, fmt.Errorf("wrong shape: %s state is %s, want a string", HealthQuery, jsonKind(v))
+				return health.Result{}, false, fmt.Errorf("wrong shape: %s state is %s, want a string", HealthQuery, jsonvalue.Kind(v))
 			}
 			r.State = health.State(s)
 		case "message":
 			if !isString {
-				return health.Result{}, false, fmt.Errorf("wrong shape: %s message is %s, want a string", HealthQuery, jsonKind(v))
+				return health.Result{}, false, fmt.Errorf("wrong shape: %s message is %s, want a string", HealthQuery, jsonvalue.Kind(v))
 			}
 			r.Message = s
 		default:

@@ -2,14 +2,13 @@ package yamledit
 
 import (
 	"fmt"
-	"math"
-	"reflect"
 	"sort"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // maxValues bounds what one document may expand to through aliases.
@@ -47,7 +46,7 @@ func resolve(n *yaml.Node) *yaml.Node {
 // Deletions of list elements run last, highest index first, so that every
 // index means the element of the original list.
 func applyValue(obj any, ops []parsedOp) (any, error) {
-	obj = deepCopy(obj)
+	obj = jsonvalue.Copy(obj)
 	var deletes []parsedOp
 	for _, op := range ops {
 		if op.Delete {
@@ -87,7 +86,7 @@ func tokensAfter(a, b []string) bool {
 
 func setValue(v any, tokens []string, val any) (any, error) {
 	if len(tokens) == 0 {
-		return deepCopy(val), nil
+		return jsonvalue.Copy(val), nil
 	}
 	switch x := v.(type) {
 	case map[string]any:
@@ -177,77 +176,8 @@ func kindName(v any) string {
 	case bool:
 		return "bool"
 	}
-	if _, ok := number(v); ok {
+	if _, ok := jsonvalue.Number(v); ok {
 		return "number"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = deepCopy(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = deepCopy(e)
-		}
-		return out
-	}
-	return v
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case float32:
-		return float64(n), true
-	case float64:
-		return n, true
-	}
-	return 0, false
-}
-
-// sameValue compares decoded values, numbers by value whatever their Go
-// type (8 and 8.0 are the same).
-func sameValue(a, b any) bool {
-	if an, ok := number(a); ok {
-		bn, ok := number(b)
-		return ok && (an == bn || (math.IsNaN(an) && math.IsNaN(bn)))
-	}
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, e := range x {
-			f, ok := y[k]
-			if !ok || !sameValue(e, f) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !sameValue(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return reflect.DeepEqual(a, b)
 }

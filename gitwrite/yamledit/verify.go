@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // verify checks that edited decodes to original with exactly the ops
@@ -31,7 +33,7 @@ func verify(file string, original, edited []byte, target Target, ops []parsedOp)
 			return err
 		}
 	} else {
-		list, _ := deepCopy(before[obj.doc]).(map[string]any)
+		list, _ := jsonvalue.Copy(before[obj.doc]).(map[string]any)
 		items, _ := list["items"].([]any)
 		if obj.item >= len(items) {
 			return fmt.Errorf("internal: item %d of the List at line %d not found", obj.item, obj.line)
@@ -45,7 +47,7 @@ func verify(file string, original, edited []byte, target Target, ops []parsedOp)
 		return fmt.Errorf("internal: the edit would turn %d documents into %d: edit the file by hand", len(want), len(after))
 	}
 	for i := range want {
-		if !sameValue(want[i], after[i]) {
+		if !jsonvalue.Equal(want[i], after[i]) {
 			return fmt.Errorf("internal: the edit would not give the intended document %d (want %v, got %v): edit the file by hand", i+1, want[i], after[i])
 		}
 	}
