@@ -129,7 +129,7 @@ func timed(fn func(f *fields, now time.Time) Result) rule {
 }
 
 var rules = map[schema.GroupKind]rule{
-	{Group: "apps", Kind: "Deployment"}:                              plain(deployment),
+	{Group: "apps", Kind: "Deployment"}:                              deploymentWithPods,
 	{Group: "apps", Kind: "StatefulSet"}:                             plain(statefulSet),
 	{Group: "apps", Kind: "DaemonSet"}:                               plain(daemonSet),
 	{Group: "batch", Kind: "Job"}:                                    plain(job),

@@ -172,7 +172,8 @@ func fromPhase(phase string, f *fields) (Result, bool) {
 // fromConditions reads the conditions custom resources commonly carry.
 //
 //   - Ready True: Healthy. False: Degraded, or Progressing when its reason
-//     says the object is on its way (progressingReason). Unknown: Progressing.
+//     says the object is on its way (progressingReason) or a condition of
+//     workingTypes is True. Unknown: Progressing.
 //   - Available (no Ready): True: Healthy. False: Progressing when a
 //     Progressing condition is True or its reason says so, else Degraded.
 //     Unknown: Progressing.
@@ -189,6 +190,9 @@ func fromConditions(conds []condition) (Result, bool) {
 		case "False":
 			if progressingReason(c.Reason) {
 				return Result{State: Progressing, Message: "not ready: " + orDefault(c.text(), "no reason given")}, true
+			}
+			if w, ok := working(conds); ok {
+				return Result{State: Progressing, Message: "not ready (" + w.Type + " is True): " + orDefault(c.text(), "no reason given")}, true
 			}
 			return Result{State: Degraded, Message: "not ready: " + orDefault(c.text(), "no reason given")}, true
 		default:
@@ -226,6 +230,22 @@ func fromConditions(conds []condition) (Result, bool) {
 		}
 	}
 	return Result{}, false
+}
+
+// workingTypes are the types of condition that, True, say the object's
+// controller is at work on it: Reconciling (kstatus, Flux), Progressing,
+// and Issuing (cert-manager's Certificate, whose Ready is False with a
+// reason such as DoesNotExist until its first certificate is issued).
+var workingTypes = []string{"Reconciling", "Progressing", "Issuing"}
+
+// working returns the first True condition of workingTypes.
+func working(conds []condition) (condition, bool) {
+	for _, t := range workingTypes {
+		if c, ok := findCondition(conds, t); ok && c.Status == "True" {
+			return c, true
+		}
+	}
+	return condition{}, false
 }
 
 func orDefault(s, def string) string {

@@ -3,7 +3,9 @@ package health
 // deployment: paused is Suspended; a Progressing condition with reason
 // ProgressDeadlineExceeded, or a True ReplicaFailure, is Degraded; otherwise
 // Healthy once the rollout is complete (every replica updated, no old one
-// left, all available) and ready replicas equal the desired count.
+// left, all available), ready replicas equal the desired count and the
+// Available condition is not False. With a lookup, its pods are read too
+// (deploymentWithPods).
 func deployment(f *fields) Result {
 	if f.boolean("spec", "paused") {
 		return Result{State: Suspended, Message: "rollout paused"}
@@ -18,6 +20,24 @@ func deployment(f *fields) Result {
 	if c, ok := findCondition(conds, "ReplicaFailure"); ok && c.Status == "True" {
 		return Result{State: Degraded, Message: "replica failure: " + orDefault(c.text(), "pods cannot be created")}
 	}
+	if r, ok := deploymentCounts(f); ok {
+		return r
+	}
+	if c, ok := findCondition(conds, "Available"); ok && c.Status == "False" {
+		// As kstatus: the counts may be complete for a moment while the
+		// controller says the Deployment lacks its minimum availability.
+		return Result{State: Progressing, Message: "not available: " + orDefault(c.text(), "no reason given")}
+	}
+	desired := f.intOr(1, "spec", "replicas")
+	if desired == 0 {
+		return Result{State: Healthy, Message: "scaled to zero"}
+	}
+	return result(Healthy, "%d of %d replicas ready", f.intOr(0, "status", "readyReplicas"), desired)
+}
+
+// deploymentCounts returns Progressing while the replica counts of a
+// Deployment's status say its rollout is not complete.
+func deploymentCounts(f *fields) (Result, bool) {
 	desired := f.intOr(1, "spec", "replicas")
 	replicas := f.intOr(0, "status", "replicas")
 	updated := f.intOr(0, "status", "updatedReplicas")
@@ -25,17 +45,15 @@ func deployment(f *fields) Result {
 	ready := f.intOr(0, "status", "readyReplicas")
 	switch {
 	case updated < desired:
-		return result(Progressing, "%d of %d replicas updated", updated, desired)
+		return result(Progressing, "%d of %d replicas updated", updated, desired), true
 	case replicas > updated:
-		return result(Progressing, "%s pending termination", plural(replicas-updated, "old replica"))
+		return result(Progressing, "%s pending termination", plural(replicas-updated, "old replica")), true
 	case available < updated:
-		return result(Progressing, "%d of %d updated replicas available", available, updated)
+		return result(Progressing, "%d of %d updated replicas available", available, updated), true
 	case ready < desired:
-		return result(Progressing, "%d of %d replicas ready", ready, desired)
-	case desired == 0:
-		return Result{State: Healthy, Message: "scaled to zero"}
+		return result(Progressing, "%d of %d replicas ready", ready, desired), true
 	}
-	return result(Healthy, "%d of %d replicas ready", ready, desired)
+	return Result{}, false
 }
 
 // statefulSet: Healthy once every replica is updated to the update revision

@@ -49,6 +49,11 @@ const maxUnhealthyListed = 20
 // not change, and otherwise asked again at most every ServiceRecheck, so
 // that an unchanged Guard costs no API calls.
 //
+// A Deployment that its status calls Healthy or Progressing is checked
+// with its pods, read from the API server in the same way: Degraded while
+// one of them crash-loops (health.CrashingPods), which its status alone
+// shows as a flip between Progressing and Healthy at every restart.
+//
 // An object the guard has just applied is Progressing until the informer
 // holds what the API server stored (its resourceVersion, or generation),
 // so that a summary made right after an apply never reports the health of
@@ -150,7 +155,8 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 			recheck = d
 		}
 	}
-	services := map[int]*unstructured.Unstructured{} // index -> live Service to check with its endpoints
+	services := map[int]*unstructured.Unstructured{}    // index -> live Service to check with its endpoints
+	deployments := map[int]*unstructured.Unstructured{} // index -> live Deployment to check with its pods
 	reader := t.readerFor(ctx, g)
 	for i, tg := range targets {
 		if r, ok := t.unobserved(tg.gvk, tg.key); ok {
@@ -175,6 +181,15 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 					services[i] = live
 				}
 			}
+		case withPods(tg.gvk, r) && t.Live != nil && reader != nil:
+			if live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name); ok && live != nil {
+				if cached, left, ok := t.cachedService(tg.key, live); ok {
+					r = crashingOr(cached, r)
+					again(recheckUnless(cached, left))
+				} else {
+					deployments[i] = live
+				}
+			}
 		}
 		if !r.Until.IsZero() {
 			// The answer stops holding then without an event (a deadline,
@@ -187,7 +202,19 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 		results[i] = a.result
 		again(recheckUnless(a.result, a.recheck))
 	}
+	for i, a := range t.assessPods(ctx, reader, deployments) {
+		results[i] = crashingOr(a.result, results[i])
+		again(recheckUnless(a.result, a.recheck))
+		if !a.result.Until.IsZero() {
+			again(max(time.Until(a.result.Until), 0) + untilMargin)
+		}
+	}
 
+	return summarize(targets, results, recheck)
+}
+
+// summarize sums up the results of targets (in the same order).
+func summarize(targets []healthTarget, results []health.Result, recheck time.Duration) HealthSummary {
 	var (
 		states    []health.State
 		unhealthy []string
@@ -308,6 +335,54 @@ func (t *HealthTracker) assessServices(ctx context.Context, reader client.Reader
 		}
 		sh := serviceHealth{resourceVersion: svc.GetResourceVersion(), result: r, at: time.Now(), recheck: ServiceRecheck}
 		if prev, ok := t.services[key]; ok && prev.resourceVersion == sh.resourceVersion && prev.result == r {
+			sh.recheck = min(2*prev.recheck, maxServiceRecheck)
+		}
+		t.services[key] = sh
+		t.mu.Unlock()
+		out[i] = sh
+	}
+	return out
+}
+
+// withPods reports whether the informer's answer r about an object of gvk
+// is checked with the object's pods: a Deployment that its status calls
+// Healthy or Progressing (health.CrashingPods).
+func withPods(gvk schema.GroupVersionKind, r health.Result) bool {
+	return gvk.Group == "apps" && gvk.Kind == "Deployment" && (r.State == health.Healthy || r.State == health.Progressing)
+}
+
+// crashingOr is the pods' answer when they crash-loop (Degraded), else
+// the Deployment's own.
+func crashingOr(pods, own health.Result) health.Result {
+	if pods.State == health.Degraded || pods.State == health.Unknown {
+		return pods
+	}
+	return own
+}
+
+// assessPods checks the pods of Deployments (health.CrashingPods), read
+// from the API server by each one's selector. The answer is kept like a
+// Service's (cachedService): while the Deployment does not change when
+// none of its pods crash-loops, else for a recheck that grows while
+// nothing changes. A crash-looping pod changes its Deployment's status at
+// every restart, so its answer is read afresh then.
+func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, deployments map[int]*unstructured.Unstructured) map[int]serviceHealth {
+	out := make(map[int]serviceHealth, len(deployments))
+	for i, d := range deployments {
+		r, crashing, err := health.CrashingPods(ctx, d, health.ClientLookup(reader))
+		switch {
+		case err != nil:
+			r = health.Result{State: health.Unknown, Message: err.Error()}
+		case !crashing:
+			r = health.Result{State: health.Healthy, Message: "no pod crash-looping"}
+		}
+		key := gitstore.KeyOf(d)
+		t.mu.Lock()
+		if t.services == nil {
+			t.services = map[gitstore.ObjectKey]serviceHealth{}
+		}
+		sh := serviceHealth{resourceVersion: d.GetResourceVersion(), result: r, at: time.Now(), recheck: ServiceRecheck}
+		if prev, ok := t.services[key]; ok && prev.resourceVersion == sh.resourceVersion && prev.result.State == r.State {
 			sh.recheck = min(2*prev.recheck, maxServiceRecheck)
 		}
 		t.services[key] = sh
