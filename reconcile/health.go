@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -371,6 +372,10 @@ func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, de
 	for i, d := range deployments {
 		r, crashing, err := health.CrashingPods(ctx, d, health.ClientLookup(reader))
 		switch {
+		case apierrors.IsForbidden(err):
+			// The reader may not list pods: the Deployment's own status
+			// stands, and nobody is asked again until it changes.
+			r = health.Result{State: health.Healthy, Message: "pods not readable"}
 		case err != nil:
 			r = health.Result{State: health.Unknown, Message: err.Error()}
 		case !crashing:
