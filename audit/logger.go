@@ -187,6 +187,7 @@ func (l *Logger) Log(ctx context.Context, r Record) {
 	withoutCredentials(&r)
 	withoutSecrets(&r)
 	recordsTotal.WithLabelValues(string(r.Type), r.Action).Inc()
+	countDecision(&r)
 
 	it := &item{rec: r}
 	for {

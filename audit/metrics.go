@@ -47,6 +47,8 @@ func registerMetrics(log logr.Logger) {
 		sinkFailedRecordsTotal = register(log, sinkFailedRecordsTotal)
 		droppedTotal = register(log, droppedTotal)
 		queueLength = register(log, queueLength)
+		decisionsTotal = register(log, decisionsTotal)
+		deniedTotal = register(log, deniedTotal)
 	})
 }
 

@@ -5,7 +5,18 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
+
+// fightsTotal counts the fights detected, by Guard (docs/observability.md).
+var fightsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "driftguard_fights_total",
+	Help: "Fights detected: a controller put the same change back after every revert, and the guard stopped reverting that object for it.",
+}, []string{"guard"})
+
+func init() { metrics.Registry.MustRegister(fightsTotal) }
 
 // Fight detection: when the guard keeps reverting the same object against
 // the same controller (an operator, admitted by the policy and then reverted)

@@ -136,7 +136,7 @@ func (g *gate) wrap(next http.Handler) http.Handler {
 			return
 		}
 		defer g.bytes.release(n)
-		r.Body = http.MaxBytesReader(w, r.Body, g.limits.MaxRequestBytes)
+		r.Body = http.MaxBytesReader(unwrapStatus(w), r.Body, g.limits.MaxRequestBytes)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -170,7 +170,7 @@ func decodeReview(w http.ResponseWriter, r *http.Request, log logr.Logger) (*adm
 		return nil, false
 	}
 	var review admissionv1.AdmissionReview
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&review); err != nil {
+	if err := json.NewDecoder(http.MaxBytesReader(unwrapStatus(w), r.Body, maxBody)).Decode(&review); err != nil {
 		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 			refused.WithLabelValues("too-large").Inc()
 			http.Error(w, fmt.Sprintf("driftguard: an AdmissionReview above %d bytes (--webhook-max-request-bytes)", tooLarge.Limit), http.StatusRequestEntityTooLarge)

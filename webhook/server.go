@@ -65,9 +65,9 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.gate = gate
 	mux := http.NewServeMux()
-	mux.Handle(ValidatePath, gate.wrap(s.Validator))
+	mux.Handle(ValidatePath, instrument("validate", gate.wrap(s.Validator)))
 	if s.Mutator != nil {
-		mux.Handle(MutatePath, gate.wrap(s.Mutator))
+		mux.Handle(MutatePath, instrument("mutate", gate.wrap(s.Mutator)))
 	}
 	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	ln, err := net.Listen("tcp", s.Addr)
@@ -108,9 +108,10 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) tlsConfig() *tls.Config {
 	c := &tls.Config{MinVersion: max(s.MinVersion, tls.VersionTLS12)}
 	if s.GetCertificate != nil {
-		c.GetCertificate = s.GetCertificate
+		c.GetCertificate = observed(s.GetCertificate)
 	} else {
 		c.Certificates = []tls.Certificate{s.Cert}
+		observeCertificate(&s.Cert)
 	}
 	if s.ClientCAs != nil {
 		c.ClientAuth = tls.RequireAndVerifyClientCert
