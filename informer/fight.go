@@ -10,13 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// fightsTotal counts the fights detected, by Guard (docs/observability.md).
-var fightsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "driftguard_fights_total",
-	Help: "Fights detected: a controller put the same change back after every revert, and the guard stopped reverting that object for it.",
+// fightsGauge counts the fights going on, by Guard (docs/observability.md).
+var fightsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "driftguard_fights",
+	Help: "Fights going on: objects the guard stopped reverting because a controller put the same change back after every revert; a fight ends when the object is in sync again or Git changes.",
 }, []string{"guard"})
 
-func init() { metrics.Registry.MustRegister(fightsTotal) }
+func init() { metrics.Registry.MustRegister(fightsGauge) }
 
 // Fight detection: when the guard keeps reverting the same object against
 // the same controller (an operator, admitted by the policy and then reverted)
@@ -89,6 +89,9 @@ func (f *fights) reverted(it item, manager, changes, guard string, now time.Time
 	times = append(times, now)
 	f.reverts[k] = times
 	if len(times) > fightLimit {
+		if _, already := f.stopped[k.fightKey]; !already {
+			fightsGauge.WithLabelValues(guard).Inc()
+		}
 		f.stopped[k.fightKey] = guard
 		delete(f.reverts, k)
 		return true
@@ -126,9 +129,10 @@ func (f *fights) stoppedFor(it item) bool {
 func (f *fights) forget(it item) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for k := range f.stopped {
+	for k, guard := range f.stopped {
 		if k.it == it {
 			delete(f.stopped, k)
+			fightsGauge.WithLabelValues(guard).Dec()
 		}
 	}
 }

@@ -111,7 +111,6 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	}
 	if w.fights.reverted(it, controller, changeSignature(changes), guard, seen) {
 		msg := fightMessage(it, controller, who.manager)
-		fightsTotal.WithLabelValues(guard).Inc()
 		w.Log.Info("fight detected; no longer reverting", "object", it.key().String(), "controller", controller, "manager", who.manager)
 		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, User: who.user, Manager: who.manager, Operation: "REVERT",
 			Object: rec.Object, Fields: rec.Fields, Action: "stopped", Rule: "fight-detected", Reason: msg, Source: rec.Source})

@@ -23,10 +23,12 @@ var (
 		Help:    "Time from reading an admission review request's headers to writing its answer, by webhook (validate, mutate); waiting for a slot included.",
 		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 	}, []string{"webhook"})
-	certificateExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
+	// A vector without labels: the series appears once a certificate was
+	// served, never as a zero that would read as long expired.
+	certificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "driftguard_webhook_certificate_expiration_timestamp_seconds",
 		Help: "When the serving certificate the webhook last presented expires, in seconds since the Unix epoch.",
-	})
+	}, nil)
 )
 
 func init() { metrics.Registry.MustRegister(requestsTotal, requestDuration, certificateExpiry) }
@@ -93,7 +95,7 @@ func observeCertificate(c *tls.Certificate) {
 		}
 	}
 	if leaf != nil {
-		certificateExpiry.Set(float64(leaf.NotAfter.Unix()))
+		certificateExpiry.WithLabelValues().Set(float64(leaf.NotAfter.Unix()))
 	}
 }
 
