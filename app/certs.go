@@ -59,11 +59,11 @@ func certificates(ctx context.Context, kube kubernetes.Interface, reg *webhook.R
 		}
 		return f, f, nil
 	default:
-		c, err := webhook.NewCertificates(webhookHosts(o))
+		c, err := certs.NewStatic(webhookHosts(o))
 		if err != nil {
 			return nil, nil, err
 		}
-		return &certs.Static{Cert: c.Serving, CA: c.CAPEM}, nil, nil
+		return c, nil, nil
 	}
 }
 

@@ -97,6 +97,25 @@ type Static struct {
 	CA   []byte
 }
 
+// staticLifetime is how long the CA and the certificate of NewStatic are
+// valid: longer than a process is expected to run without a restart.
+const staticLifetime = 365 * 24 * time.Hour
+
+// NewStatic makes a CA and a serving certificate it signed for hosts (DNS
+// names or IP addresses), both valid for a year, kept in memory only: for a
+// guard with neither --cert-secret nor --cert-dir, and for tests.
+func NewStatic(hosts []string) (*Static, error) {
+	b, err := Policy{Hosts: hosts, CALifetime: staticLifetime, CertLifetime: staticLifetime}.Fresh(time.Now())
+	if err != nil {
+		return nil, err
+	}
+	cert, err := b.TLS()
+	if err != nil {
+		return nil, err
+	}
+	return &Static{Cert: *cert, CA: b.CAPEM()}, nil
+}
+
 // GetCertificate serves the certificate.
 func (s *Static) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &s.Cert, nil }
 

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -22,17 +23,19 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/driftguard/driftguard/certs"
 )
 
 // serve starts s on loopback and returns its address and a TLS client
 // configuration that trusts its certificate.
 func serve(t *testing.T, s *Server) (string, *tls.Config) {
 	t.Helper()
-	c, err := NewCertificates([]string{"127.0.0.1"})
+	c, err := certs.NewStatic([]string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Addr, s.Cert, s.ready = "127.0.0.1:0", c.Serving, make(chan struct{})
+	s.Addr, s.Cert, s.ready = "127.0.0.1:0", c.Cert, make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Start(ctx) }()
@@ -47,7 +50,7 @@ func serve(t *testing.T, s *Server) (string, *tls.Config) {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(c.CAPEM)
+	roots.AppendCertsFromPEM(c.CA)
 	return addr.String(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}}
 }
 
@@ -220,7 +223,7 @@ func testCA(t *testing.T, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: name}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -239,7 +242,7 @@ func testClientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey,
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: name}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

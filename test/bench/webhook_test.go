@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/certs"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/test/bench/report"
@@ -213,11 +214,11 @@ func benchHTTPS(b *testing.B, clients int, dur time.Duration) float64 {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	v := scaleValidator(b, ctx)
-	certs, err := webhook.NewCertificates([]string{"127.0.0.1"})
+	serving, err := certs.NewStatic([]string{"127.0.0.1"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := webhook.NewServer("127.0.0.1:0", certs.Serving, v, nil, logr.Discard())
+	srv := webhook.NewServer("127.0.0.1:0", serving.Cert, v, nil, logr.Discard())
 	served := make(chan error, 1)
 	go func() { served <- srv.Start(ctx) }()
 	addr, err := srv.BoundAddr(ctx)
@@ -226,7 +227,7 @@ func benchHTTPS(b *testing.B, clients int, dur time.Duration) float64 {
 	}
 	url := "https://" + addr.String() + webhook.ValidatePath
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(certs.CAPEM) {
+	if !pool.AppendCertsFromPEM(serving.CA) {
 		b.Fatal("bad CA PEM")
 	}
 	body := scaleReview(b)

@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/certs"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/harness"
-	"github.com/driftguard/driftguard/webhook"
 )
 
 // A ConfigMap whose image a mutating webhook (as Kyverno or a registry
@@ -45,7 +45,7 @@ data:
 // serverside-test=mirror, served over TLS on loopback.
 func startMirrorWebhook(t *testing.T) {
 	t.Helper()
-	certs, err := webhook.NewCertificates([]string{"127.0.0.1"})
+	serving, err := certs.NewStatic([]string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func startMirrorWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, TLSConfig: &tls.Config{Certificates: []tls.Certificate{certs.Serving}, MinVersion: tls.VersionTLS12},
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, TLSConfig: &tls.Config{Certificates: []tls.Certificate{serving.Cert}, MinVersion: tls.VersionTLS12},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var review admissionv1.AdmissionReview
 			if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
@@ -83,7 +83,7 @@ func startMirrorWebhook(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "serverside-mirror"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:         "mirror.serverside.example.com",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certs.CAPEM},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: serving.CA},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
