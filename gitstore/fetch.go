@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
@@ -56,6 +57,14 @@ type Request struct {
 	Kind SourceKind
 	// Artifact holds what the kinds other than Git need besides URL.
 	Artifact *ArtifactSource
+
+	// ListingMaxAge lets a Git Fetch resolve Ref or SemVer with the ref
+	// listing of an earlier Fetch of the same URL and credentials
+	// (CacheKey) when that listing began at most this long ago, instead of
+	// listing the remote again: the Guards of one repository reconciled
+	// together share one listing. Zero lists the remote at every Fetch.
+	// ForgetListings (a push) drops a repository's listings at once.
+	ListingMaxAge time.Duration
 }
 
 // FetchError is a failure to reach the remote, authenticate, resolve the
@@ -94,6 +103,8 @@ type Fetcher struct {
 // rendered from it. mu serializes fetches of the remote.
 type remoteRepo struct {
 	key     string // Request.CacheKey
+	url     string // the remote, for ForgetListings
+	listing refListing
 	mu      sync.Mutex
 	repo    *git.Repository
 	fs      billy.Filesystem // the repository's folder
@@ -154,7 +165,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (revision string, snap
 	if err != nil {
 		return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("auth: %w", err)}
 	}
-	hash, refName, err := resolve(ctx, req.URL, req.Ref, rng, auth)
+	hash, refName, err := rr.resolve(ctx, req, rng, auth)
 	if err != nil {
 		return "", nil, &FetchError{URL: req.URL, Err: explainAuth(err, auth)}
 	}
@@ -217,25 +228,33 @@ func (f *Fetcher) remote(req Request) *remoteRepo {
 	defer f.mu.Unlock()
 	rr := f.repos[key]
 	if rr == nil {
-		rr = &remoteRepo{key: key}
+		rr = &remoteRepo{key: key, url: req.URL}
 		f.repos[key] = rr
 	}
 	return rr
 }
 
-// resolve turns ref, or the highest tag in rng when rng is set, into a
-// commit SHA, listing the remote's references unless ref already is a SHA.
+// resolve turns req.Ref, or the highest tag in rng when rng is set, into a
+// commit SHA, with a listing of the remote's references (one of at most
+// req.ListingMaxAge, see refListing) unless the ref already is a SHA.
 // refName is the reference to fetch; it is empty when the SHA itself must
-// be fetched.
-func resolve(ctx context.Context, u, ref string, rng *semverRange, auth transport.AuthMethod) (plumbing.Hash, plumbing.ReferenceName, error) {
-	if rng == nil && len(ref) == 40 && plumbing.IsHash(ref) {
-		return plumbing.NewHash(ref), "", nil
+// be fetched. The caller holds rr.mu.
+func (rr *remoteRepo) resolve(ctx context.Context, req Request, rng *semverRange, auth transport.AuthMethod) (plumbing.Hash, plumbing.ReferenceName, error) {
+	if rng == nil && len(req.Ref) == 40 && plumbing.IsHash(req.Ref) {
+		return plumbing.NewHash(req.Ref), "", nil
 	}
-	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{u}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
+	refs, err := rr.listing.get(req.ListingMaxAge, func() ([]*plumbing.Reference, error) {
+		remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{req.URL}})
+		return remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
+	})
 	if err != nil {
 		return plumbing.ZeroHash, "", fmt.Errorf("list references: %w", err)
 	}
+	return pickRef(refs, req.Ref, rng)
+}
+
+// pickRef finds ref, or the highest tag in rng, in a listing of refs.
+func pickRef(refs []*plumbing.Reference, ref string, rng *semverRange) (plumbing.Hash, plumbing.ReferenceName, error) {
 	byName := make(map[plumbing.ReferenceName]*plumbing.Reference, len(refs))
 	for _, r := range refs {
 		byName[r.Name()] = r

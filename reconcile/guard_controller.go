@@ -98,6 +98,11 @@ type GuardReconciler struct {
 // Pushed reconciles at once every Guard whose repository is one of urls (a
 // push notification), instead of at its next interval.
 func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
+	// Before any of them is reconciled: no Guard may resolve its ref with
+	// a listing made before the push.
+	if f, ok := r.Fetcher.(listingForgetter); ok {
+		f.ForgetListings(urls)
+	}
 	var guards v1alpha1.GuardList
 	if err := r.Client.List(ctx, &guards); err != nil {
 		r.Log.Error(err, "list guards for a push")
@@ -415,6 +420,12 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 	}
 	a.req = req
 
+	// Guards of one repository reconciled together share a ref listing,
+	// unless a person asked for this reconcile or sync: then the remote is
+	// asked.
+	if !requestPending(g) {
+		req.ListingMaxAge = ListingReuse
+	}
 	// A revision the status says failed is not rendered again before its
 	// backoff (a new leader would otherwise render it at once).
 	req.Failed = failedRevision(g, r.interval(g), time.Now())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -274,4 +275,28 @@ func secretData(ctx context.Context, c client.Reader, ref v1alpha1.SecretReferen
 		return nil, fmt.Errorf("secret %s/%s: %w", ns, ref.Name, err)
 	}
 	return s.Data, nil
+}
+
+// ListingReuse is how long the ref listing of a Git repository (per URL and
+// credentials) resolves the refs of other Guards of the repository, rather
+// than each listing it again: 1,000 Guards of one repository reconciled
+// together cost a few listings, not 1,000. A push notification drops the
+// listings of its repository first; a requested reconcile or sync lists
+// anew.
+const ListingReuse = 500 * time.Millisecond
+
+// listingForgetter is a Fetcher that reuses ref listings
+// (gitstore.Request.ListingMaxAge) and drops them on a push.
+type listingForgetter interface {
+	ForgetListings(urls []string)
+}
+
+// requestPending reports whether a person asked for a reconcile or a sync
+// of the Guard that has not been handled yet (driftguard reconcile, sync).
+func requestPending(g *v1alpha1.Guard) bool {
+	if req := g.Annotations[v1alpha1.ReconcileRequestedAnnotation]; req != "" && req != g.Status.LastHandledReconcileAt {
+		return true
+	}
+	req := g.Annotations[v1alpha1.SyncRequestedAnnotation]
+	return req != "" && req != g.Status.LastHandledSyncRequest
 }

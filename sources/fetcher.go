@@ -75,6 +75,14 @@ type target struct {
 	load func(ctx context.Context) (fsys fs.FS, dir string, err error)
 }
 
+// ForgetListings drops the Git ref listings kept for urls (a push), see
+// gitstore.Fetcher.ForgetListings.
+func (f *Fetcher) ForgetListings(urls []string) {
+	if f.git != nil {
+		f.git.ForgetListings(urls)
+	}
+}
+
 // Fetch resolves the revision req names and returns it with the Snapshot
 // of it rendered with req.Render. An unchanged revision with unchanged
 // options returns the Snapshot of the last Fetch, with no download and no
