@@ -135,7 +135,6 @@ type Logger struct {
 // told apart in Stats and SinkErrors by a "#2", "#3" suffix. With no sink at
 // all, records go to log. The Logger writes nothing until Start runs.
 func NewLogger(log logr.Logger, queueSize int, sinks ...Sink) *Logger {
-	registerMetrics(log)
 	if queueSize <= 0 {
 		queueSize = DefaultQueueSize
 	}

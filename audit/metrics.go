@@ -1,20 +1,15 @@
 package audit
 
 import (
-	"errors"
-	"sync"
-
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// The metrics are shared by every Logger of the process and registered once on
-// controller-runtime's registry, which the manager serves on its metrics
-// endpoint.
+// The metrics are shared by every Logger of the process and registered, as
+// every package of the guard registers its metrics, on controller-runtime's
+// registry when the package is loaded; the manager serves them on its
+// metrics endpoint.
 var (
-	metricsOnce sync.Once
-
 	recordsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "driftguard_audit_records_total",
 		Help: "Audit records logged, by record type and action.",
@@ -37,32 +32,6 @@ var (
 	})
 )
 
-// registerMetrics registers the metrics on controller-runtime's registry the
-// first time it is called. A collector already registered by someone else is
-// used as it is.
-func registerMetrics(log logr.Logger) {
-	metricsOnce.Do(func() {
-		recordsTotal = register(log, recordsTotal)
-		sinkErrorsTotal = register(log, sinkErrorsTotal)
-		sinkFailedRecordsTotal = register(log, sinkFailedRecordsTotal)
-		droppedTotal = register(log, droppedTotal)
-		queueLength = register(log, queueLength)
-		decisionsTotal = register(log, decisionsTotal)
-		deniedTotal = register(log, deniedTotal)
-	})
-}
-
-func register[C prometheus.Collector](log logr.Logger, c C) C {
-	if err := metrics.Registry.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		// A conflicting collector of another shape: keep ours unregistered
-		// rather than fail the guard over a metric.
-		log.Error(err, "audit metric not registered")
-	}
-	return c
+func init() {
+	metrics.Registry.MustRegister(recordsTotal, sinkErrorsTotal, sinkFailedRecordsTotal, droppedTotal, queueLength)
 }
