@@ -182,7 +182,8 @@ func SyncHooks(c client.Client, guard string, plan *SyncPlan) []*Hook {
 			labels = map[string]string{}
 		}
 		delete(labels, GuardLabel)
-		if len(labels) == 0 {
+		serverLabels := len(labels) == 0
+		if serverLabels {
 			// As the API server would have labelled it without HookLabel
 			// (a hook Job's job-name; its controller-uid needs the UID).
 			defaulted := map[string]any{}
@@ -198,6 +199,7 @@ func SyncHooks(c client.Client, guard string, plan *SyncPlan) []*Hook {
 		}
 		cp := *h
 		cp.Object = gitstore.NewObjectFrom(u, h.Object)
+		cp.ServerLabels = serverLabels
 		out = append(out, &cp)
 	}
 	return out

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -140,7 +142,53 @@ func (a *Applier) createHook(ctx context.Context, h *Hook, guard string, inv *In
 	if h.Object.Obj().GetName() != "" {
 		inv.PutHook(hookKey(u), u.GetUID())
 	}
+	if h.ServerLabels {
+		if err := a.labelCreatedJob(ctx, u); err != nil {
+			return nil, earlier, err
+		}
+	}
 	return u, earlier, nil
+}
+
+// labelCreatedJob gives a hook Job that Git gave no labels, just created,
+// the labels the API server gives such a Job and that HookLabel stopped:
+// its job-name labels (when it was named by generateName, the name only
+// the answer tells) and its controller-uid labels, the values of its pod
+// template's, as for a Job applied as a managed object
+// (ServerDefaultedLabels, withControllerUID). The patch names the UID, so
+// it never labels another object of that name. u is updated in place.
+func (a *Applier) labelCreatedJob(ctx context.Context, u *unstructured.Unstructured) error {
+	if u.GroupVersionKind().GroupKind() != jobKind || manualSelector(u) {
+		return nil
+	}
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	add := map[string]any{}
+	withControllerUID(u, u.GetUID())
+	for k, v := range u.GetLabels() {
+		if labels[k] != v {
+			add[k] = v
+		}
+	}
+	template, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+	for _, k := range []string{JobNameLabel, LegacyJobNameLabel} {
+		if _, ok := labels[k]; !ok && template[k] == u.GetName() {
+			add[k] = u.GetName()
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": u.GetUID(), "labels": add}})
+	if err != nil {
+		return fmt.Errorf("label the hook Job: %w", err)
+	}
+	if err := a.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("label the hook Job with its job-name and controller-uid: %w", a.forbidden(err, "patch", u.GroupVersionKind(), u.GetNamespace()))
+	}
+	return nil
 }
 
 // hookKey is the inventory key of a hook as created.

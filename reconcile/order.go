@@ -60,6 +60,11 @@ type Hook struct {
 	// Delete policies: before the hook is created again, once it
 	// succeeded, once it failed.
 	DeleteBefore, DeleteSucceeded, DeleteFailed bool
+	// ServerLabels: Git gives the hook no labels, so it is created with
+	// those the API server gives such an object (SyncHooks), and a Job
+	// with its job-name and controller-uid labels once created
+	// (labelCreatedJob).
+	ServerLabels bool
 }
 
 // Phases returns the phases the hook runs at in an install or an upgrade.

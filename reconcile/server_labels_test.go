@@ -125,6 +125,11 @@ spec: {template: {spec: {containers: [{name: m, image: busybox}]}}}`,
 			if got := hooks[0].Object.Obj().GetLabels(); !maps.Equal(got, tc.want) {
 				t.Fatalf("labels %v, want %v", got, tc.want)
 			}
+			// Labelled with its controller-uid once created: unless Git
+			// gave it labels.
+			if want := tc.want["team"] == ""; hooks[0].ServerLabels != want {
+				t.Fatalf("ServerLabels %v, want %v", hooks[0].ServerLabels, want)
+			}
 		})
 	}
 }
