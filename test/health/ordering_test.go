@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/reconcile"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // hookJob is a Job with the given metadata lines (name or generateName,
@@ -83,7 +84,7 @@ func created(t *testing.T, obj client.Object, ns, name string) time.Time {
 func guardReadyAt(t *testing.T, name, rev string, timeout time.Duration) *v1alpha1.Guard {
 	t.Helper()
 	var g *v1alpha1.Guard
-	harness.Eventually(t, timeout, fmt.Sprintf("guard %s Ready and Healthy at %.7s", name, rev), func() error {
+	wait.Eventually(t, timeout, fmt.Sprintf("guard %s Ready and Healthy at %.7s", name, rev), func() error {
 		g = h.Guard(t, name)
 		if !meta.IsStatusConditionTrue(g.Status.Conditions, v1alpha1.ConditionReady) || g.Status.LastAppliedRevision != rev || g.Status.Health != "Healthy" {
 			return fmt.Errorf("revision %.7s health %q conditions %+v", g.Status.LastAppliedRevision, g.Status.Health, g.Status.Conditions)
@@ -98,7 +99,7 @@ func guardReadyAt(t *testing.T, name, rev string, timeout time.Duration) *v1alph
 func guardFailedWith(t *testing.T, name, reason string, want ...string) *metav1.Condition {
 	t.Helper()
 	var c *metav1.Condition
-	harness.Eventually(t, 120*time.Second, fmt.Sprintf("guard %s Ready=False %s", name, reason), func() error {
+	wait.Eventually(t, 120*time.Second, fmt.Sprintf("guard %s Ready=False %s", name, reason), func() error {
 		g := h.Guard(t, name)
 		c = meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
@@ -190,7 +191,7 @@ func TestSyncWaves(t *testing.T) {
 	if err := h.Admin.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("namespace-editor")); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 60*time.Second, "the ConfigMap marked a hook in the cluster reverted", func() error {
+	wait.Eventually(t, 60*time.Second, "the ConfigMap marked a hook in the cluster reverted", func() error {
 		if err := h.Admin.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
 			return err
 		}
@@ -205,7 +206,7 @@ func TestSyncWaves(t *testing.T) {
 	repo.Change(t, "a wave that is not a number", map[string]string{
 		"service.yaml": withAnnotations(service(ns, "web"), ns, "    "+reconcile.ArgoSyncWaveAnnotation+": third\n"),
 	})
-	harness.Eventually(t, 60*time.Second, "guard Stalled InvalidSyncOrder", func() error {
+	wait.Eventually(t, 60*time.Second, "guard Stalled InvalidSyncOrder", func() error {
 		g := h.Guard(t, name)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
 		if c == nil || c.Reason != reconcile.ReasonInvalidSyncOrder {
@@ -296,6 +297,16 @@ func TestHelmHooks(t *testing.T) {
 	if schema.Labels[reconcile.HookLabel] != name || schema.Labels[reconcile.GuardLabel] != "" {
 		t.Errorf("hook labels %v: want %s=%s and no %s", schema.Labels, reconcile.HookLabel, name, reconcile.GuardLabel)
 	}
+	// Git gives the hook no labels: it has those the API server gives such
+	// a Job (kubectl get jobs -l batch.kubernetes.io/job-name=schema finds
+	// it), the values of its pod template's.
+	uid := string(schema.UID)
+	for k, v := range map[string]string{reconcile.JobNameLabel: "schema", reconcile.LegacyJobNameLabel: "schema",
+		reconcile.ControllerUIDLabel: uid, reconcile.LegacyControllerUIDLabel: uid} {
+		if schema.Labels[k] != v || schema.Spec.Template.Labels[k] != v {
+			t.Errorf("hook Job %s label %s=%q, template %q; want %q", schema.Name, k, schema.Labels[k], schema.Spec.Template.Labels[k], v)
+		}
+	}
 	trail := hookTrail(hookRecords(name))
 	t.Logf("install hooks: %s", trail)
 	if !strings.HasPrefix(trail, "schema created, schema succeeded, seed-") || !strings.Contains(trail, "succeeded, seed-") || !strings.HasSuffix(trail, " deleted") {
@@ -335,6 +346,14 @@ func TestHelmHooks(t *testing.T) {
 	created(t, &again, ns, "schema")
 	if again.UID != schema.UID {
 		t.Errorf("the pre-install hook ran again at an upgrade")
+	}
+	// Nobody fought over its server-given labels: written once by the
+	// guard's create and label patch, never again.
+	if !maps.Equal(again.Labels, schema.Labels) {
+		t.Errorf("hook Job labels changed at the upgrade: %v, were %v", again.Labels, schema.Labels)
+	}
+	if g := guardReadyAt(t, name, rev, 10*time.Second); g.Status.DriftedObjects != 0 || g.Status.ManagedObjects != 1 {
+		t.Errorf("after the upgrade: %d drifted, %d managed objects (%v); want 0 and 1: a hook is never compared", g.Status.DriftedObjects, g.Status.ManagedObjects, g.Status.Drifted)
 	}
 
 	// A pre-upgrade hook that fails fails the sync, with its message; the
