@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"sync"
@@ -26,7 +27,22 @@ import (
 // at once when someone deletes or changes either configuration (a watch on
 // the two objects by name, when Kube is set and Protect is on); and every
 // Resync (for kinds whose CRD was not established at the last try).
+// Make it with NewRegistrar.
 type Registrar struct {
+	RegistrarOptions
+
+	kick         chan struct{}
+	mu           sync.Mutex // serializes Sync
+	registration Registration
+	last         *Registration                // last registration written or found in place
+	want         atomic.Pointer[Registration] // the same, for the watch handlers
+	forced       atomic.Bool                  // read the live objects at the next Sync
+	deleted      atomic.Bool                  // a configuration was deleted since the last Sync
+}
+
+// RegistrarOptions configure a Registrar. Client, Mapper and Kinds are
+// required; Audit too when Protect is on.
+type RegistrarOptions struct {
 	// Client reads straight from the API server (not a cache) and writes.
 	Client client.Client
 	Mapper meta.RESTMapper
@@ -51,14 +67,22 @@ type Registrar struct {
 	UninstallGrace time.Duration
 	Resync         time.Duration
 	Log            logr.Logger
+}
 
-	kick         chan struct{}
-	mu           sync.Mutex // serializes Sync
-	registration Registration
-	last         *Registration                // last registration written or found in place
-	want         atomic.Pointer[Registration] // the same, for the watch handlers
-	forced       atomic.Bool                  // read the live objects at the next Sync
-	deleted      atomic.Bool                  // a configuration was deleted since the last Sync
+// NewRegistrar returns a Registrar ready to be told of changes (Changed)
+// before it runs, or an error naming the required option that is missing.
+func NewRegistrar(o RegistrarOptions) (*Registrar, error) {
+	switch {
+	case o.Client == nil:
+		return nil, errors.New("webhook registrar: no Client")
+	case o.Mapper == nil:
+		return nil, errors.New("webhook registrar: no Mapper")
+	case o.Kinds == nil:
+		return nil, errors.New("webhook registrar: no Kinds")
+	case o.Protect && o.Audit == nil:
+		return nil, errors.New("webhook registrar: Protect without an Audit logger")
+	}
+	return &Registrar{RegistrarOptions: o, kick: make(chan struct{}, 1)}, nil
 }
 
 // Changed asks for a new registration; it never blocks.
@@ -68,9 +92,6 @@ func (r *Registrar) Changed() {
 	default:
 	}
 }
-
-// Init prepares Changed; call it before wiring Changed to a Store.
-func (r *Registrar) Init() { r.kick = make(chan struct{}, 1) }
 
 // Run registers reg (with the managed resources as rules) and keeps it
 // registered until ctx ends. The first registration's error is returned;

@@ -40,8 +40,9 @@ type Settings interface {
 	GuardSpec(guard string) map[string]any
 }
 
-// Validator answers validating admission reviews for managed objects.
-type Validator struct {
+// ValidatorOptions configure a Validator. Store, Policy, Mapper and Audit
+// are required.
+type ValidatorOptions struct {
 	Store    *gitstore.Store
 	Policy   Decider
 	Settings Settings
@@ -61,8 +62,34 @@ type Validator struct {
 	MaxInFlight int
 	Deadline    time.Duration
 	Log         logr.Logger
+}
 
-	sem chan struct{}
+// Validator answers validating admission reviews for managed objects. Make
+// it with NewValidator.
+type Validator struct {
+	ValidatorOptions
+
+	sem chan struct{} // bounds reviews at once; nil: MaxInFlight is 0
+}
+
+// NewValidator returns a Validator ready to serve, or an error naming the
+// required option that is missing.
+func NewValidator(o ValidatorOptions) (*Validator, error) {
+	switch {
+	case o.Store == nil:
+		return nil, errors.New("webhook validator: no Store")
+	case o.Policy == nil:
+		return nil, errors.New("webhook validator: no Policy")
+	case o.Mapper == nil:
+		return nil, errors.New("webhook validator: no Mapper")
+	case o.Audit == nil:
+		return nil, errors.New("webhook validator: no Audit logger")
+	}
+	v := &Validator{ValidatorOptions: o}
+	if o.MaxInFlight > 0 {
+		v.sem = make(chan struct{}, o.MaxInFlight)
+	}
+	return v, nil
 }
 
 // maxBody bounds an AdmissionReview a handler reads when no server's
@@ -392,13 +419,6 @@ func (v *Validator) acquire(ctx context.Context) bool {
 func (v *Validator) release() {
 	if v.sem != nil {
 		<-v.sem
-	}
-}
-
-// Init prepares the concurrency bound; call once before serving.
-func (v *Validator) Init() {
-	if v.MaxInFlight > 0 {
-		v.sem = make(chan struct{}, v.MaxInFlight)
 	}
 }
 

@@ -44,12 +44,14 @@ func newValidator(t testing.TB, buf *bytes.Buffer) *Validator {
 	store.Set("shop", snap)
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
-	v := &Validator{
+	v, err := NewValidator(ValidatorOptions{
 		Store: store, Mapper: mapper, MaxInFlight: 4, Log: logr.Discard(),
 		Policy: policy.NewEngine(policy.Config{GuardUsers: []string{"driftguard"}}, logr.Discard()),
 		Audit:  audit.NewLogger(logr.Discard(), 16, audit.NewWriterSink("buf", buf)),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	v.Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = v.Audit.Start(ctx) }()

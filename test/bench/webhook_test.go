@@ -346,11 +346,13 @@ func scaleValidator(b *testing.B, ctx context.Context) *webhook.Validator {
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	auditLog := audit.NewLogger(logr.Discard(), 4096, audit.NewWriterSink("discard", io.Discard))
 	go func() { _ = auditLog.Start(ctx) }()
-	v := &webhook.Validator{
+	v, err := webhook.NewValidator(webhook.ValidatorOptions{
 		Store: store, Mapper: mapper, Audit: auditLog, MaxInFlight: 256, Deadline: 4 * time.Second, Log: logr.Discard(),
 		Policy: policy.NewEngine(policy.Config{GuardUsers: []string{"driftguard"}}, logr.Discard()),
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
-	v.Init()
 	return v
 }
 
