@@ -22,6 +22,7 @@ import (
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/settings"
 	"github.com/driftguard/driftguard/webhook"
 )
 
@@ -67,7 +68,7 @@ type compiledLayer struct {
 	// loaded the new policies.
 	leftover, settling atomic.Pointer[webhook.Leftover]
 	// LeftoverChanged, when set, is called when Leftover changes (the
-	// webhook registrar's Changed).
+	// webhook registrar's Sync).
 	LeftoverChanged func()
 	log             logr.Logger
 }
@@ -137,8 +138,11 @@ func leftoverOf(ix compiled.Index) *webhook.Leftover {
 // managed object (the compiled MutatingAdmissionPolicy is in force).
 func (l *compiledLayer) StampsInForce() bool { return l.inForce.Load() }
 
-func newCompiledLayer(o Options, self string, c client.Client, reader client.Reader, mapper meta.RESTMapper, ch cache.Cache, store *gitstore.Store, settings *guardSettings, log logr.Logger) *compiledLayer {
-	l := &compiledLayer{cache: ch, mode: o.AdmissionMode, log: log}
+// newCompiledLayer builds the compiled admission layer of mode
+// o.AdmissionMode; leftoverChanged, when set, is told when what it leaves
+// to the webhooks changes.
+func newCompiledLayer(o Options, self string, c client.Client, reader client.Reader, mapper meta.RESTMapper, ch cache.Cache, store *gitstore.Store, rules *settings.Guards, leftoverChanged func(), log logr.Logger) *compiledLayer {
+	l := &compiledLayer{cache: ch, mode: o.AdmissionMode, LeftoverChanged: leftoverChanged, log: log}
 	opts := compiled.KeeperOptions{
 		Client: c, Reader: reader, Mapper: mapper, Log: log,
 		Config: compiled.Config{
@@ -148,7 +152,7 @@ func newCompiledLayer(o Options, self string, c client.Client, reader client.Rea
 			BreakGlassGroups:  o.BreakGlassGroups,
 			ExcludeNamespaces: o.excludedNamespaces(),
 		},
-		Guards: func() ([]compiled.Guard, error) { return compiledGuards(c, store, settings) },
+		Guards: func() ([]compiled.Guard, error) { return compiledGuards(c, store, rules) },
 	}
 	if o.WebhookRegister {
 		// The generated objects belong to the webhook configuration the
@@ -203,7 +207,7 @@ func (l *compiledLayer) Start(ctx context.Context) error {
 // compiledGuards lists this process's Guards. One without a snapshot in
 // the store yet (the process just started) is pending: what the index
 // holds for it stays until it has one.
-func compiledGuards(c client.Client, store *gitstore.Store, settings *guardSettings) ([]compiled.Guard, error) {
+func compiledGuards(c client.Client, store *gitstore.Store, rules *settings.Guards) ([]compiled.Guard, error) {
 	var list v1alpha1.GuardList
 	if err := c.List(context.Background(), &list); err != nil {
 		return nil, fmt.Errorf("list Guards: %w", err)
@@ -213,7 +217,7 @@ func compiledGuards(c client.Client, store *gitstore.Store, settings *guardSetti
 		name := g.Name
 		snap, ok := store.Snapshot(name)
 		out = append(out, compiled.Guard{
-			Name: name, Snapshot: snap, Pending: !ok, Enforcement: string(g.Spec.Enforcement), Rules: settings.IgnoreRules(name),
+			Name: name, Snapshot: snap, Pending: !ok, Enforcement: string(g.Spec.Enforcement), Rules: rules.IgnoreRules(name),
 			Owns: func(k gitstore.ObjectKey) bool { owner, _, ok := store.Lookup(k); return ok && owner == name },
 		})
 	}

@@ -1,7 +1,8 @@
-package app
+package reconcile
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -12,40 +13,64 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/gitstore"
-	"github.com/driftguard/driftguard/reconcile"
 )
 
-// follower gives a replica that is not the leader the desired state, so that
+// Follower gives a replica that is not the leader the desired state, so that
 // its webhook answers like the leader's: it fetches and renders every Guard's
 // source as the reconciler does (never applying anything), publishes the
 // snapshots in the store, and asks the API server in server-side dry runs
 // what each object is stored as, for the comparison. It stops when the
 // replica becomes the leader: the reconciler takes over, starting from these
-// snapshots.
-type follower struct {
-	client  client.Client
-	cache   cache.Cache
-	fetcher reconcile.Fetcher
-	store   *gitstore.Store
-	applier *reconcile.Applier
-	// caps are the cluster's capabilities for charts, as the leader's.
-	caps      *reconcile.ClusterCapabilities
-	elected   <-chan struct{}
-	namespace string
-	interval  time.Duration
-	log       logr.Logger
+// snapshots. Make it with NewFollower.
+type Follower struct {
+	o FollowerOptions
 
 	mu      sync.Mutex
 	fetched map[string]*gitstore.Snapshot // guard -> last fetched snapshot
 }
 
+// FollowerOptions configure a Follower; all but Capabilities and Log are
+// required.
+type FollowerOptions struct {
+	Client  client.Client
+	Cache   cache.Cache
+	Fetcher Fetcher
+	Store   *gitstore.Store
+	Applier *Applier
+	// Capabilities are the cluster's capabilities for charts, as the leader's.
+	Capabilities *ClusterCapabilities
+	// Elected is closed when this replica becomes the leader (the
+	// manager's Elected).
+	Elected <-chan struct{}
+	// Namespace is where spec.secretRef is looked up when it names no
+	// namespace (the reconciler's SecretNamespace).
+	Namespace string
+	// Interval is how often every source is fetched again (at least 5 s).
+	Interval time.Duration
+	Log      logr.Logger
+}
+
+// NewFollower returns a Follower ready to start, or an error naming the
+// required option that is missing.
+func NewFollower(o FollowerOptions) (*Follower, error) {
+	switch {
+	case o.Client == nil || o.Cache == nil:
+		return nil, errors.New("follower: no Client or Cache")
+	case o.Fetcher == nil || o.Store == nil || o.Applier == nil:
+		return nil, errors.New("follower: no Fetcher, Store or Applier")
+	case o.Elected == nil:
+		return nil, errors.New("follower: no Elected channel")
+	}
+	return &Follower{o: o}, nil
+}
+
 // NeedLeaderElection is false: it runs until this replica leads.
-func (f *follower) NeedLeaderElection() bool { return false }
+func (f *Follower) NeedLeaderElection() bool { return false }
 
 // Start follows the Guards' sources until ctx ends or this replica is elected.
-func (f *follower) Start(ctx context.Context) error {
+func (f *Follower) Start(ctx context.Context) error {
 	select {
-	case <-f.elected:
+	case <-f.o.Elected:
 		return nil // the leader from the start (or no election): the reconciler does it
 	default:
 	}
@@ -53,7 +78,7 @@ func (f *follower) Start(ctx context.Context) error {
 	defer cancel()
 	go func() {
 		select {
-		case <-f.elected:
+		case <-f.o.Elected:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -65,7 +90,7 @@ func (f *follower) Start(ctx context.Context) error {
 		default:
 		}
 	}
-	inf, err := f.cache.GetInformer(ctx, &v1alpha1.Guard{})
+	inf, err := f.o.Cache.GetInformer(ctx, &v1alpha1.Guard{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // elected, or stopping, while the cache synced
@@ -80,14 +105,14 @@ func (f *follower) Start(ctx context.Context) error {
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
 	f.fetched = map[string]*gitstore.Snapshot{}
-	interval := max(f.interval, 5*time.Second)
+	interval := max(f.o.Interval, 5*time.Second)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		f.follow(ctx)
 		select {
 		case <-ctx.Done():
-			f.log.Info("stopped following: this replica leads, or stops")
+			f.o.Log.Info("stopped following: this replica leads, or stops")
 			return nil
 		case <-kick:
 		case <-tick.C:
@@ -96,10 +121,10 @@ func (f *follower) Start(ctx context.Context) error {
 }
 
 // follow publishes the snapshot of every Guard and forgets deleted ones.
-func (f *follower) follow(ctx context.Context) {
+func (f *Follower) follow(ctx context.Context) {
 	var guards v1alpha1.GuardList
-	if err := f.client.List(ctx, &guards); err != nil {
-		f.log.Info("list guards", "error", err.Error())
+	if err := f.o.Client.List(ctx, &guards); err != nil {
+		f.o.Log.Info("list guards", "error", err.Error())
 		return
 	}
 	live := map[string]bool{}
@@ -110,7 +135,7 @@ func (f *follower) follow(ctx context.Context) {
 			return
 		}
 		if err := f.followOne(ctx, g); err != nil {
-			f.log.V(1).Info("source not followed; the webhook keeps the last snapshot", "guard", g.Name, "error", err.Error())
+			f.o.Log.V(1).Info("source not followed; the webhook keeps the last snapshot", "guard", g.Name, "error", err.Error())
 		}
 	}
 	f.mu.Lock()
@@ -118,32 +143,32 @@ func (f *follower) follow(ctx context.Context) {
 	for name := range f.fetched {
 		if !live[name] {
 			delete(f.fetched, name)
-			f.store.Remove(name)
+			f.o.Store.Remove(name)
 		}
 	}
 }
 
-func (f *follower) followOne(ctx context.Context, g *v1alpha1.Guard) error {
+func (f *Follower) followOne(ctx context.Context, g *v1alpha1.Guard) error {
 	if g.Status.LastAppliedRevision == "" {
 		return nil // nothing in force yet
 	}
 	// spec.helm.valuesFrom is read as the Guard's identity, as on the
 	// leader, so that both render the same.
-	values, err := f.applier.ForGuard(ctx, g.Name)
+	values, err := f.o.Applier.ForGuard(ctx, g.Name)
 	if err != nil {
 		return err
 	}
-	req, err := reconcile.RequestIn(ctx, f.client, g, f.namespace, reconcile.RenderCluster{Values: values.Client, Capabilities: f.caps})
+	req, err := RequestIn(ctx, f.o.Client, g, f.o.Namespace, RenderCluster{Values: values.Client, Capabilities: f.o.Capabilities})
 	if err != nil {
 		return err
 	}
 	// The revision the leader has in force, not the newest: a newer one may
 	// wait for a manual sync or a sync window. (A bucket keeps no history:
 	// the newest it is.)
-	if pinned, ok := reconcile.PinRevision(req, g.Status.LastAppliedRevision); ok {
+	if pinned, ok := PinRevision(req, g.Status.LastAppliedRevision); ok {
 		req = pinned
 	}
-	_, snap, err := f.fetcher.Fetch(ctx, req)
+	_, snap, err := f.o.Fetcher.Fetch(ctx, req)
 	if err != nil {
 		return err // a bad revision: the last good one stays, as on the leader
 	}
@@ -153,34 +178,34 @@ func (f *follower) followOne(ctx context.Context, g *v1alpha1.Guard) error {
 	if same {
 		return nil
 	}
-	decorated, err := reconcile.Decorate(f.client, g.Name, snap)
+	decorated, err := Decorate(f.o.Client, g.Name, snap)
 	if err != nil {
 		return err
 	}
-	if prev, ok := f.store.Snapshot(g.Name); ok {
+	if prev, ok := f.o.Store.Snapshot(g.Name); ok {
 		decorated.InheritServerValues(prev)
 	}
 	select {
-	case <-f.elected:
+	case <-f.o.Elected:
 		return nil // the reconciler owns the store now
 	default:
 	}
-	f.store.Set(g.Name, decorated)
+	f.o.Store.Set(g.Name, decorated)
 	f.mu.Lock()
 	f.fetched[g.Name] = snap
 	f.mu.Unlock()
-	f.log.Info("following a Guard's source for the webhook", "guard", g.Name, "revision", decorated.Revision, "objects", len(decorated.Objects))
+	f.o.Log.Info("following a Guard's source for the webhook", "guard", g.Name, "revision", decorated.Revision, "objects", len(decorated.Objects))
 	f.serverValues(ctx, g.Name, decorated)
 	return nil
 }
 
 // serverValues asks the API server, in a server-side dry run, what each
 // object is stored as, so the webhook compares like the leader's.
-func (f *follower) serverValues(ctx context.Context, guard string, snap *gitstore.Snapshot) {
+func (f *Follower) serverValues(ctx context.Context, guard string, snap *gitstore.Snapshot) {
 	// The dry runs act as the Guard's identity, as the leader's applies do.
-	applier, err := f.applier.ForGuard(ctx, guard)
+	applier, err := f.o.Applier.ForGuard(ctx, guard)
 	if err != nil {
-		f.log.V(1).Info("no server-side dry runs; the webhook compares with Git's text", "guard", guard, "error", err.Error())
+		f.o.Log.V(1).Info("no server-side dry runs; the webhook compares with Git's text", "guard", guard, "error", err.Error())
 		return
 	}
 	for _, o := range snap.Objects {
@@ -191,7 +216,7 @@ func (f *follower) serverValues(ctx context.Context, guard string, snap *gitstor
 			continue
 		}
 		if err := applier.DryRun(ctx, o, nil); err != nil {
-			f.log.V(1).Info("server-side dry run failed; the webhook compares with Git's text", "object", o.Key.String(), "error", err.Error())
+			f.o.Log.V(1).Info("server-side dry run failed; the webhook compares with Git's text", "object", o.Key.String(), "error", err.Error())
 			o.SetServerValues(nil)
 		}
 	}

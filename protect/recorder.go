@@ -1,83 +1,73 @@
-package app
+package protect
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/webhook"
 )
 
-// newRegistrar builds the registrar of the webhook configurations: it reads
-// and writes them straight on the API server (never through the manager's
-// cache, which would list every configuration in the cluster), and, with
-// --self-protect, watches them by name and restores them.
-func newRegistrar(cfg *rest.Config, mgr manager.Manager, kube kubernetes.Interface, store *gitstore.Store, auditLog *audit.Logger, o Options, log logr.Logger) (*webhook.Registrar, error) {
-	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return nil, err
-	}
-	r := &webhook.Registrar{
-		Client: direct, Mapper: mgr.GetRESTMapper(), Kinds: store.Kinds, Log: log.WithName("webhook"),
-		Kube: kube, Protect: o.SelfProtect, Audit: auditLog,
-	}
-	if o.DeploymentName != "" {
-		r.Uninstalling = func(ctx context.Context) bool { return deploymentGone(ctx, kube, o.Namespace, o.DeploymentName) }
-	}
-	r.Init()
-	store.Subscribe(r.Changed)
-	return r, nil
+// Recorder records the changes someone else makes to the guard's own
+// Deployment (--deployment-name) and to Guards: who (the newest managed-fields
+// entry), what (the fields of the spec), when. It runs on the leader only, so
+// that each change is recorded once. Make it with NewRecorder.
+type Recorder struct {
+	o RecorderOptions
 }
 
-// deploymentGone reports whether the guard's own Deployment is deleted or
-// being deleted, or the guard may no longer read it (its Role went first):
-// the guard is being uninstalled.
-func deploymentGone(ctx context.Context, kube kubernetes.Interface, namespace, name string) bool {
-	d, err := kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-	return apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || (err == nil && d.DeletionTimestamp != nil)
+// RecorderOptions configure a Recorder. Cache and Audit are required; Kube
+// too when Deployment is set.
+type RecorderOptions struct {
+	Kube  kubernetes.Interface
+	Cache cache.Cache
+	// Namespace and Deployment name the guard's own Deployment; without
+	// Deployment only Guards are recorded.
+	Namespace  string
+	Deployment string
+	// Shard: only Guards of this shard (--shard) are recorded here; the
+	// other shards record theirs.
+	Shard string
+	Audit *audit.Logger
+	Log   logr.Logger
+}
+
+// NewRecorder returns a Recorder ready to start, or an error naming the
+// required option that is missing.
+func NewRecorder(o RecorderOptions) (*Recorder, error) {
+	switch {
+	case o.Cache == nil:
+		return nil, errors.New("protection recorder: no Cache")
+	case o.Audit == nil:
+		return nil, errors.New("protection recorder: no Audit logger")
+	case o.Deployment != "" && o.Kube == nil:
+		return nil, errors.New("protection recorder: a Deployment without a Kube client")
+	}
+	return &Recorder{o: o}, nil
 }
 
 // NeedLeaderElection is true: one record per change.
-func (p *protectionWatch) NeedLeaderElection() bool { return true }
-
-// protectionWatch records the changes someone else makes to the guard's own
-// Deployment (--deployment-name) and to Guards: who (the newest managed-fields
-// entry), what (the fields of the spec), when. It runs on the leader only, so
-// that each change is recorded once.
-type protectionWatch struct {
-	kube       kubernetes.Interface
-	cache      cache.Cache
-	namespace  string
-	deployment string
-	// shard: only Guards of this shard (--shard) are recorded here; the
-	// other shards record theirs.
-	shard string
-	audit *audit.Logger
-	log   logr.Logger
-}
+func (p *Recorder) NeedLeaderElection() bool { return true }
 
 // Start watches until ctx ends.
-func (p *protectionWatch) Start(ctx context.Context) error {
+func (p *Recorder) Start(ctx context.Context) error {
 	started := time.Now()
-	guards, err := p.cache.GetInformer(ctx, &v1alpha1.Guard{})
+	guards, err := p.o.Cache.GetInformer(ctx, &v1alpha1.Guard{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopping while the cache synced
@@ -89,10 +79,10 @@ func (p *protectionWatch) Start(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = guards.RemoveEventHandler(reg) }()
-	if p.deployment != "" {
-		factory := informers.NewSharedInformerFactoryWithOptions(p.kube, 0, informers.WithNamespace(p.namespace),
+	if p.o.Deployment != "" {
+		factory := informers.NewSharedInformerFactoryWithOptions(p.o.Kube, 0, informers.WithNamespace(p.o.Namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", p.deployment).String()
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", p.o.Deployment).String()
 			}))
 		inf := factory.Apps().V1().Deployments().Informer()
 		if _, err := inf.AddEventHandler(p.handler(ctx, started, appsv1.SchemeGroupVersion.WithKind("Deployment"), deploymentSpec)); err != nil {
@@ -123,7 +113,7 @@ func deploymentSpec(obj any) (any, bool) {
 
 // handler records creations after start, spec changes (a new generation)
 // and deletions.
-func (p *protectionWatch) handler(ctx context.Context, started time.Time, gvk schema.GroupVersionKind, spec func(any) (any, bool)) toolscache.ResourceEventHandler {
+func (p *Recorder) handler(ctx context.Context, started time.Time, gvk schema.GroupVersionKind, spec func(any) (any, bool)) toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if o, ok := obj.(client.Object); ok && o.GetCreationTimestamp().After(started) {
@@ -151,8 +141,8 @@ func (p *protectionWatch) handler(ctx context.Context, started time.Time, gvk sc
 	}
 }
 
-func (p *protectionWatch) record(ctx context.Context, gvk schema.GroupVersionKind, obj client.Object, op string, changes []audit.Field) {
-	if gvk.Kind == "Guard" && obj.GetLabels()[v1alpha1.ShardLabel] != p.shard {
+func (p *Recorder) record(ctx context.Context, gvk schema.GroupVersionKind, obj client.Object, op string, changes []audit.Field) {
+	if gvk.Kind == "Guard" && obj.GetLabels()[v1alpha1.ShardLabel] != p.o.Shard {
 		return
 	}
 	rec := audit.Record{Type: audit.Protection, Operation: op, Action: "recorded", Fields: changes,
@@ -166,8 +156,8 @@ func (p *protectionWatch) record(ctx context.Context, gvk schema.GroupVersionKin
 	if gvk.Kind == "Guard" {
 		rec.Guard = obj.GetName()
 	}
-	p.log.Info("change to the guard's own setup", "kind", gvk.Kind, "name", obj.GetName(), "operation", op, "manager", rec.Manager)
-	p.audit.Log(ctx, rec)
+	p.o.Log.Info("change to the guard's own setup", "kind", gvk.Kind, "name", obj.GetName(), "operation", op, "manager", rec.Manager)
+	p.o.Audit.Log(ctx, rec)
 }
 
 // specChanges lists the fields of a spec that changed: Desired is the value
