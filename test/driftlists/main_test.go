@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/app"
@@ -19,6 +20,7 @@ import (
 var (
 	admin client.Client
 	disc  discovery.DiscoveryInterface
+	cfg   *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -33,6 +35,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = cluster.Stop() }()
+	cfg = cluster.Config
 	if admin, err = client.New(cluster.Config, client.Options{Scheme: app.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		return 1

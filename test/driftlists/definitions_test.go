@@ -1,0 +1,144 @@
+package driftlists
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driftguard/driftguard/definitions"
+	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/drift/schemas"
+)
+
+const followedCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: sprockets.follow.driftguard.io}
+spec:
+  group: follow.driftguard.io
+  scope: Namespaced
+  names: {plural: sprockets, singular: sprocket, kind: Sprocket, listKind: SprocketList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              tags: {type: array, x-kubernetes-list-type: set, items: {type: string}}
+`
+
+// TestDefinitionChangedOutOfBand: a CRD that someone else changes while
+// the guard runs (here the test's own client, as kubectl would) is
+// followed: the list semantics of its new schema are used, and the REST
+// mapping knows its new preferred version, without a restart and without
+// the guard applying a definition.
+func TestDefinitionChangedOutOfBand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper, err := definitions.NewMapper(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := schemas.New(disc, logr.Discard())
+	changed := make(chan string, 16)
+	f := &definitions.Follower{Config: cfg, Schemas: cache, Mapper: mapper, Changed: func(g string) { changed <- g }}
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal([]byte(followedCRD), &crd); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create(ctx, &crd); err != nil {
+		t.Fatalf("create the definition: %v", err)
+	}
+	gk := schema.GroupKind{Group: "follow.driftguard.io", Kind: "Sprocket"}
+	gvk := gk.WithVersion("v1")
+	desired := map[string]any{"apiVersion": "follow.driftguard.io/v1", "kind": "Sprocket", "spec": map[string]any{"tags": []any{"a", "b"}}}
+	live := map[string]any{"apiVersion": "follow.driftguard.io/v1", "kind": "Sprocket", "spec": map[string]any{"tags": []any{"b", "a"}}}
+	// Reordered tags: no drift while the list is a set, drift once atomic.
+	drifts := func(want bool) {
+		t.Helper()
+		eventually(t, 60*time.Second, fmt.Sprintf("reordered tags drift %v", want), func() error {
+			if got := drift.Compare(desired, live, drift.Options{Schema: cache.For(gvk)}); (len(got) != 0) != want {
+				return fmt.Errorf("drift %v", got)
+			}
+			return nil
+		})
+	}
+	drifts(false)
+	preferred := func(want string) {
+		t.Helper()
+		eventually(t, 60*time.Second, "preferred version "+want, func() error {
+			m, err := mapper.RESTMapping(gk)
+			if err != nil {
+				return err
+			}
+			if m.GroupVersionKind.Version != want {
+				return fmt.Errorf("mapped to %s", m.GroupVersionKind)
+			}
+			return nil
+		})
+	}
+	preferred("v1")
+
+	// Out of band: the list becomes atomic, and a v2 is served (the
+	// preferred version of the two).
+	if err := admin.Get(ctx, client.ObjectKey{Name: crd.Name}, &crd); err != nil {
+		t.Fatal(err)
+	}
+	v1 := &crd.Spec.Versions[0]
+	v1.Schema.OpenAPIV3Schema.Properties["spec"].Properties["tags"] = apiextensionsv1.JSONSchemaProps{Type: "array",
+		Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}}
+	v2 := *v1.DeepCopy()
+	v2.Name, v2.Storage = "v2", false
+	crd.Spec.Versions = append(crd.Spec.Versions, v2)
+	if err := admin.Update(ctx, &crd, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatalf("change the definition: %v", err)
+	}
+	select {
+	case g := <-changed:
+		if g != "follow.driftguard.io" {
+			t.Errorf("change of group %q", g)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the follower saw no change of the definition")
+	}
+	drifts(true)
+	preferred("v2")
+}
+
+// eventually polls check until it returns nil, failing the test with its
+// last error after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
