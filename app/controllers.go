@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/definitions"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
 	"github.com/driftguard/driftguard/gitstore"
@@ -103,7 +104,9 @@ func (c *controllers) addApplier(_ context.Context, d deps) error {
 	}
 	// Stamps are signed with a key derived from the webhook's serving key.
 	c.stamps = stamp.NewSigner(stamp.KeyFromCertificate(d.serving.GetCertificate))
-	return nil
+	// A CustomResourceDefinition changed by anyone: its group's schemas
+	// and the REST mapping are read again (docs/drift.md).
+	return d.mgr.Add(&definitions.Follower{Config: d.cfg, Schemas: c.applier.Schemas, Mapper: d.mgr.GetRESTMapper(), Log: d.log.WithName("definitions")})
 }
 
 // identities: whom each Guard's writes act as: its service account,

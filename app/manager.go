@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/definitions"
 	"github.com/driftguard/driftguard/reconcile"
 )
 
@@ -62,6 +63,9 @@ func newManager(cfg *rest.Config, o Options, serving servingCerts, log logr.Logg
 		RetryPeriod:             &o.RetryPeriod,
 		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		Cache:                   cacheOptions(o),
+		// Resettable: package definitions resets it when a
+		// CustomResourceDefinition changes.
+		MapperProvider: definitions.NewMapper,
 		// A replica that stops gives up the lease at once: the next one
 		// takes over without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
