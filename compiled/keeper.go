@@ -151,17 +151,54 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 		return err
 	}
 	ix.recordShapes()
+	order, err := k.wanted(ctx, &ix)
+	if err != nil {
+		return err
+	}
+	var live map[string]*metav1.PartialObjectMetadata
+	if full {
+		if live, err = k.live(ctx); err != nil {
+			return err
+		}
+	}
+	if err := k.writeChanged(ctx, order, live); err != nil {
+		return err
+	}
+	// Remove what is no longer wanted: bindings before policies, so that
+	// nothing is bound to a missing policy, and the index last.
+	if live == nil {
+		if live, err = k.live(ctx); err != nil {
+			return err
+		}
+	}
+	want := map[string]client.Object{}
+	for _, o := range order {
+		want[objectID(o)] = o
+	}
+	if err := k.deleteAll(ctx, live, want); err != nil {
+		return err
+	}
+	if k.Synced != nil {
+		k.Synced(ix)
+	}
+	return nil
+}
+
+// wanted is every object ix asks for, in the order they are written:
+// policies before bindings before the index, each owned by Owner's answer
+// when Owner is set.
+func (k *Keeper) wanted(ctx context.Context, ix *Index) ([]client.Object, error) {
 	cfg := k.Config
 	cfg.Resources, cfg.Shapes = ix.Resources, ix.Shapes
 	var owner *metav1.OwnerReference
 	if k.Owner != nil {
+		var err error
 		if owner, err = k.Owner(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	policies, bindings := cfg.Policies()
-	want := map[string]client.Object{}
-	var order []client.Object // policies before bindings before the index
+	var order []client.Object
 	for _, p := range policies {
 		order = append(order, p)
 	}
@@ -181,19 +218,18 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 	if _, ok := ix.Namespaces[""]; !ok {
 		order = append(order, cfg.indexConfigMap("", nil)) // the cluster binding's parameter always exists
 	}
-	for _, o := range order {
-		if owner != nil {
+	if owner != nil {
+		for _, o := range order {
 			o.SetOwnerReferences([]metav1.OwnerReference{*owner})
 		}
-		want[objectID(o)] = o
 	}
-	var live map[string]*metav1.PartialObjectMetadata
-	if full {
-		var err error
-		if live, err = k.live(ctx); err != nil {
-			return err
-		}
-	}
+	return order, nil
+}
+
+// writeChanged writes, in order, each object whose digest differs from the
+// last one written, or (live read) whose live copy differs from what was
+// written: someone changed or deleted it, and it is restored.
+func (k *Keeper) writeChanged(ctx context.Context, order []client.Object, live map[string]*metav1.PartialObjectMetadata) error {
 	var errs []error
 	for _, o := range order {
 		id := objectID(o)
@@ -222,24 +258,7 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 		}
 		k.written[id] = writtenObject{digest: digest, generation: gen}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	// Remove what is no longer wanted: bindings before policies, so that
-	// nothing is bound to a missing policy, and the index last.
-	if live == nil {
-		var err error
-		if live, err = k.live(ctx); err != nil {
-			return err
-		}
-	}
-	if err := k.deleteAll(ctx, live, want); err != nil {
-		return err
-	}
-	if k.Synced != nil {
-		k.Synced(ix)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Remove deletes every generated object (mode webhook).

@@ -156,40 +156,7 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 		// A Scale has no labels: the index alone says what is managed.
 		match.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: reconcile.GuardLabel, Operator: metav1.LabelSelectorOpExists}}}
 	}
-	unchangedExpr := byShape(c.Shapes, unchanged)
-	if k.scale {
-		unchangedExpr = byShape(c.Shapes, scaleUnchanged)
-	}
-	vars := []admissionregistrationv1.Variable{
-		{Name: "key", Expression: `request.resource.resource + "." + request.resource.group + "_" + request.name`},
-		{Name: "entry", Expression: `params.?data.orValue({})[?variables.key].orValue("")`},
-		{Name: "fields", Expression: `variables.entry.split("|")`},
-		{Name: "mode", Expression: `size(variables.fields) == 4 ? variables.fields[0] : ""`},
-		{Name: "shape", Expression: `variables.fields[1]`},
-		{Name: "guard", Expression: `variables.fields[2]`},
-		{Name: "source", Expression: `variables.fields[3]`},
-		{Name: "git", Expression: `params.?data.orValue({})[?("guard." + variables.guard)].orValue("|").split("|")`},
-		{Name: "deferred", Expression: byShape(c.Shapes, deferred)},
-	}
-	allowed := `variables.mode != "` + k.mode + `" || variables.deferred || request.operation == "UPDATE" && variables.unchanged`
-	var changed string
-	if k.scale {
-		vars = append(vars, admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr})
-		changed = `" (scale " + string(oldObject.?spec.?replicas.orValue(0)) + " to " + string(object.?spec.?replicas.orValue(0)) + ")"`
-	} else {
-		vars = append(vars,
-			admissionregistrationv1.Variable{Name: "newLabels", Expression: `object.metadata.?labels.orValue({})`},
-			admissionregistrationv1.Variable{Name: "oldLabels", Expression: `oldObject.metadata.?labels.orValue({})`},
-			admissionregistrationv1.Variable{Name: "newAnnotations", Expression: `object.metadata.?annotations.orValue({})`},
-			admissionregistrationv1.Variable{Name: "oldAnnotations", Expression: `oldObject.metadata.?annotations.orValue({})`},
-			admissionregistrationv1.Variable{Name: "breakGlass", Expression: fmt.Sprintf(
-				`request.operation == "UPDATE" && request.userInfo.?groups.orValue([]).exists(g, g in %s) && variables.newAnnotations[?%s].orValue("").trim() != ""`,
-				list(c.BreakGlassGroups), lit(v1alpha1.BreakGlassAnnotation))},
-			admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr},
-		)
-		allowed = `variables.mode != "` + k.mode + `" || variables.deferred || variables.breakGlass || request.operation == "UPDATE" && variables.unchanged`
-		changed = fmt.Sprintf(`(request.operation == "DELETE" ? " (delete)" : " (changed: " + (object.filter(k, !(k in %[1]s) && (!(k in oldObject) || object[k] != oldObject[k])) + oldObject.filter(k, !(k in %[1]s) && !(k in object)) + (variables.newLabels != variables.oldLabels ? ["metadata.labels"] : []) + (variables.newAnnotations != variables.oldAnnotations ? ["metadata.annotations"] : []) + (object.metadata.?ownerReferences.orValue([]) != oldObject.metadata.?ownerReferences.orValue([]) ? ["metadata.ownerReferences"] : []) + (object.metadata.?finalizers.orValue([]) != oldObject.metadata.?finalizers.orValue([]) ? ["metadata.finalizers"] : [])).join(", ") + ")")`, list(topLevel))
-	}
+	vars, allowed, changed := c.validation(k)
 	// The writers the default policy always allows are left out first, in
 	// the validation itself: a match condition would cost the API server
 	// one more conversion of the object and the index per request.
@@ -213,11 +180,55 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 			}},
 		},
 	}
+	return p, c.binding(k, name)
+}
+
+// validation is the variables of a policy of kind k, the expression that
+// allows a request and the one that says what it changed, for the message.
+func (c Config) validation(k policyKind) (vars []admissionregistrationv1.Variable, allowed, changed string) {
+	unchangedExpr := byShape(c.Shapes, unchanged)
+	if k.scale {
+		unchangedExpr = byShape(c.Shapes, scaleUnchanged)
+	}
+	vars = []admissionregistrationv1.Variable{
+		{Name: "key", Expression: `request.resource.resource + "." + request.resource.group + "_" + request.name`},
+		{Name: "entry", Expression: `params.?data.orValue({})[?variables.key].orValue("")`},
+		{Name: "fields", Expression: `variables.entry.split("|")`},
+		{Name: "mode", Expression: `size(variables.fields) == 4 ? variables.fields[0] : ""`},
+		{Name: "shape", Expression: `variables.fields[1]`},
+		{Name: "guard", Expression: `variables.fields[2]`},
+		{Name: "source", Expression: `variables.fields[3]`},
+		{Name: "git", Expression: `params.?data.orValue({})[?("guard." + variables.guard)].orValue("|").split("|")`},
+		{Name: "deferred", Expression: byShape(c.Shapes, deferred)},
+	}
+	allowed = `variables.mode != "` + k.mode + `" || variables.deferred || request.operation == "UPDATE" && variables.unchanged`
+	if k.scale {
+		vars = append(vars, admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr})
+		changed = `" (scale " + string(oldObject.?spec.?replicas.orValue(0)) + " to " + string(object.?spec.?replicas.orValue(0)) + ")"`
+	} else {
+		vars = append(vars,
+			admissionregistrationv1.Variable{Name: "newLabels", Expression: `object.metadata.?labels.orValue({})`},
+			admissionregistrationv1.Variable{Name: "oldLabels", Expression: `oldObject.metadata.?labels.orValue({})`},
+			admissionregistrationv1.Variable{Name: "newAnnotations", Expression: `object.metadata.?annotations.orValue({})`},
+			admissionregistrationv1.Variable{Name: "oldAnnotations", Expression: `oldObject.metadata.?annotations.orValue({})`},
+			admissionregistrationv1.Variable{Name: "breakGlass", Expression: fmt.Sprintf(
+				`request.operation == "UPDATE" && request.userInfo.?groups.orValue([]).exists(g, g in %s) && variables.newAnnotations[?%s].orValue("").trim() != ""`,
+				list(c.BreakGlassGroups), lit(v1alpha1.BreakGlassAnnotation))},
+			admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr},
+		)
+		allowed = `variables.mode != "` + k.mode + `" || variables.deferred || variables.breakGlass || request.operation == "UPDATE" && variables.unchanged`
+		changed = fmt.Sprintf(`(request.operation == "DELETE" ? " (delete)" : " (changed: " + (object.filter(k, !(k in %[1]s) && (!(k in oldObject) || object[k] != oldObject[k])) + oldObject.filter(k, !(k in %[1]s) && !(k in object)) + (variables.newLabels != variables.oldLabels ? ["metadata.labels"] : []) + (variables.newAnnotations != variables.oldAnnotations ? ["metadata.annotations"] : []) + (object.metadata.?ownerReferences.orValue([]) != oldObject.metadata.?ownerReferences.orValue([]) ? ["metadata.ownerReferences"] : []) + (object.metadata.?finalizers.orValue([]) != oldObject.metadata.?finalizers.orValue([]) ? ["metadata.finalizers"] : [])).join(", ") + ")")`, list(topLevel))
+	}
+	return vars, allowed, changed
+}
+
+// binding binds the policy called name to the index of its scope.
+func (c Config) binding(k policyKind, name string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	ref := &admissionregistrationv1.ParamRef{Name: c.IndexName(), ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
 	if k.cluster {
 		ref.Name, ref.Namespace = c.ClusterIndexName(), c.Namespace
 	}
-	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName: name,
@@ -228,7 +239,6 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: c.namespaceSelector()},
 		},
 	}
-	return p, b
 }
 
 // exempt is true for the writers the default policy always allows: the
