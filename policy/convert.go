@@ -35,60 +35,14 @@ func inputValue(in *Input) (ast.Value, error) {
 	if in.SubResource != "" {
 		add("subResource", ast.String(in.SubResource))
 	}
-	for _, f := range []struct {
-		key string
-		obj map[string]any
-	}{{"object", in.Object}, {"oldObject", in.OldObject}, {"desired", in.Desired}, {"guardSpec", in.GuardSpec}} {
-		if len(f.obj) == 0 {
-			continue
-		}
-		// Most policies read a few fields of the objects, if any: convert them
-		// lazily, on first access. Checking first keeps the lazy conversion,
-		// which panics on a value it cannot convert, from failing later.
-		lazyOK, err := checkValue(f.obj, 0)
-		if err != nil {
-			return nil, fmt.Errorf("input.%s: %w", f.key, err)
-		}
-		if lazyOK {
-			add(f.key, ast.LazyObject(f.obj))
-			continue
-		}
-		v, err := toValue(f.obj, 0)
-		if err != nil {
-			return nil, fmt.Errorf("input.%s: %w", f.key, err)
-		}
-		add(f.key, v)
+	if err := addObjects(in, add); err != nil {
+		return nil, err
 	}
-	if in.Drift == nil {
-		add("drift", ast.NullValue)
-	} else {
-		terms := make([]*ast.Term, len(in.Drift))
-		for i := range in.Drift {
-			c := &in.Drift[i]
-			d, err := toValue(c.Desired, 0)
-			if err != nil {
-				return nil, fmt.Errorf("input.drift[%d].desired: %w", i, err)
-			}
-			l, err := toValue(c.Live, 0)
-			if err != nil {
-				return nil, fmt.Errorf("input.drift[%d].live: %w", i, err)
-			}
-			items := [][2]*ast.Term{
-				strItem("path", c.Path),
-				{ast.StringTerm("desired"), ast.NewTerm(d)},
-				{ast.StringTerm("live"), ast.NewTerm(l)},
-			}
-			if c.Old != nil {
-				o, err := toValue(c.Old, 0)
-				if err != nil {
-					return nil, fmt.Errorf("input.drift[%d].old: %w", i, err)
-				}
-				items = append(items, [2]*ast.Term{ast.StringTerm("old"), ast.NewTerm(o)})
-			}
-			terms[i] = ast.NewTerm(ast.NewObject(items...))
-		}
-		add("drift", ast.NewArray(terms...))
+	d, err := driftValue(in.Drift)
+	if err != nil {
+		return nil, err
 	}
+	add("drift", d)
 	add("added", stringsValue(in.Added))
 	add("removed", stringsValue(in.Removed))
 	if in.FieldManager != "" {
@@ -112,6 +66,71 @@ func inputValue(in *Input) (ast.Value, error) {
 		add("policyData", stringMapValue(in.PolicyData))
 	}
 	return ast.LazyObject(top), nil
+}
+
+// addObjects adds object, oldObject, desired and guardSpec when set:
+// lazily converted when they can be, most policies reading a few fields of
+// them if any.
+func addObjects(in *Input, add func(k string, v ast.Value)) error {
+	for _, f := range []struct {
+		key string
+		obj map[string]any
+	}{{"object", in.Object}, {"oldObject", in.OldObject}, {"desired", in.Desired}, {"guardSpec", in.GuardSpec}} {
+		if len(f.obj) == 0 {
+			continue
+		}
+		// Most policies read a few fields of the objects, if any: convert them
+		// lazily, on first access. Checking first keeps the lazy conversion,
+		// which panics on a value it cannot convert, from failing later.
+		lazyOK, err := checkValue(f.obj, 0)
+		if err != nil {
+			return fmt.Errorf("input.%s: %w", f.key, err)
+		}
+		if lazyOK {
+			add(f.key, ast.LazyObject(f.obj))
+			continue
+		}
+		v, err := toValue(f.obj, 0)
+		if err != nil {
+			return fmt.Errorf("input.%s: %w", f.key, err)
+		}
+		add(f.key, v)
+	}
+	return nil
+}
+
+// driftValue is input.drift: null without a comparison, else one object
+// per changed field.
+func driftValue(drift []Change) (ast.Value, error) {
+	if drift == nil {
+		return ast.NullValue, nil
+	}
+	terms := make([]*ast.Term, len(drift))
+	for i := range drift {
+		c := &drift[i]
+		d, err := toValue(c.Desired, 0)
+		if err != nil {
+			return nil, fmt.Errorf("input.drift[%d].desired: %w", i, err)
+		}
+		l, err := toValue(c.Live, 0)
+		if err != nil {
+			return nil, fmt.Errorf("input.drift[%d].live: %w", i, err)
+		}
+		items := [][2]*ast.Term{
+			strItem("path", c.Path),
+			{ast.StringTerm("desired"), ast.NewTerm(d)},
+			{ast.StringTerm("live"), ast.NewTerm(l)},
+		}
+		if c.Old != nil {
+			o, err := toValue(c.Old, 0)
+			if err != nil {
+				return nil, fmt.Errorf("input.drift[%d].old: %w", i, err)
+			}
+			items = append(items, [2]*ast.Term{ast.StringTerm("old"), ast.NewTerm(o)})
+		}
+		terms[i] = ast.NewTerm(ast.NewObject(items...))
+	}
+	return ast.NewArray(terms...), nil
 }
 
 func strItem(k, v string) [2]*ast.Term {

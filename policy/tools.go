@@ -27,78 +27,12 @@ import (
 // err is set when the policy does not load or compile, when w fails, or when
 // dir holds no tests; failing tests only count in failed.
 func Test(ctx context.Context, dir string, w io.Writer, verbose bool) (passed, failed int, err error) {
-	skipHidden := func(_ string, info fs.FileInfo, depth int) bool {
-		return depth > 0 && strings.HasPrefix(info.Name(), ".")
-	}
-	modules, store, err := tester.LoadWithRegoVersion([]string{dir}, skipHidden, ast.RegoV1)
+	results, err := runTests(ctx, dir, verbose)
 	if err != nil {
-		return 0, 0, fmt.Errorf("policy test: load %s: %w", dir, err)
+		return 0, 0, err
 	}
-	txn, err := store.NewTransaction(ctx)
-	if err != nil {
-		return 0, 0, fmt.Errorf("policy test: open store transaction: %w", err)
-	}
-	defer store.Abort(ctx, txn)
-
-	runner := tester.NewRunner().
-		SetCompiler(newCompiler()). // the guard's capabilities: a denied builtin fails here too
-		SetDefaultRegoVersion(ast.RegoV1).
-		SetStore(store).
-		SetModules(modules).
-		CapturePrintOutput(true).
-		EnableTracing(verbose)
-	ch, err := runner.RunTests(ctx, txn)
-	if err != nil {
-		var astErrs ast.Errors
-		if errors.As(err, &astErrs) {
-			return 0, 0, fmt.Errorf("policy test %s: %w", dir, compileErrorFrom(astErrs, func(s string) string { return s }))
-		}
-		return 0, 0, fmt.Errorf("policy test %s: %w", dir, err)
-	}
-	var results []*tester.Result
-	for r := range ch {
-		results = append(results, r)
-	}
-	slices.SortFunc(results, func(a, b *tester.Result) int {
-		return strings.Compare(a.Package+"."+a.Name, b.Package+"."+b.Name)
-	})
-
 	var out bytes.Buffer
-	skipped := 0
-	for _, r := range results {
-		name := r.Package + "." + r.Name
-		switch {
-		case r.Skip:
-			skipped++
-			fmt.Fprintf(&out, "SKIP  %s\n", name)
-			continue
-		case r.Error != nil:
-			failed++
-			fmt.Fprintf(&out, "ERROR %s: %v\n", name, r.Error)
-		case r.Fail:
-			failed++
-			fmt.Fprintf(&out, "FAIL  %s", name)
-			if r.Location != nil {
-				fmt.Fprintf(&out, " (%s)", r.Location)
-			}
-			out.WriteByte('\n')
-		default:
-			passed++
-			fmt.Fprintf(&out, "PASS  %s", name)
-			if verbose {
-				fmt.Fprintf(&out, " (%s)", r.Duration)
-			}
-			out.WriteByte('\n')
-		}
-		if verbose && len(r.Output) > 0 {
-			writeIndented(&out, string(r.Output))
-		}
-		if verbose && r.Fail && len(r.Trace) > 0 {
-			var tr bytes.Buffer
-			topdown.PrettyTraceWithLocation(&tr, r.Trace)
-			writeIndented(&out, tr.String())
-		}
-	}
+	passed, failed, skipped := reportTests(&out, results, verbose)
 	total := passed + failed
 	if total == 0 && skipped == 0 {
 		fmt.Fprintf(&out, "no tests (rules named test_*) found in %s\n", dir)
@@ -121,6 +55,87 @@ func Test(ctx context.Context, dir string, w io.Writer, verbose bool) (passed, f
 		return passed, failed, fmt.Errorf("policy test: write report: %w", werr)
 	}
 	return passed, failed, nil
+}
+
+// runTests loads the policy and data in dir and runs its tests, sorted by
+// package and name.
+func runTests(ctx context.Context, dir string, verbose bool) ([]*tester.Result, error) {
+	skipHidden := func(_ string, info fs.FileInfo, depth int) bool {
+		return depth > 0 && strings.HasPrefix(info.Name(), ".")
+	}
+	modules, store, err := tester.LoadWithRegoVersion([]string{dir}, skipHidden, ast.RegoV1)
+	if err != nil {
+		return nil, fmt.Errorf("policy test: load %s: %w", dir, err)
+	}
+	txn, err := store.NewTransaction(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("policy test: open store transaction: %w", err)
+	}
+	defer store.Abort(ctx, txn)
+
+	runner := tester.NewRunner().
+		SetCompiler(newCompiler()). // the guard's capabilities: a denied builtin fails here too
+		SetDefaultRegoVersion(ast.RegoV1).
+		SetStore(store).
+		SetModules(modules).
+		CapturePrintOutput(true).
+		EnableTracing(verbose)
+	ch, err := runner.RunTests(ctx, txn)
+	if err != nil {
+		var astErrs ast.Errors
+		if errors.As(err, &astErrs) {
+			return nil, fmt.Errorf("policy test %s: %w", dir, compileErrorFrom(astErrs, func(s string) string { return s }))
+		}
+		return nil, fmt.Errorf("policy test %s: %w", dir, err)
+	}
+	var results []*tester.Result
+	for r := range ch {
+		results = append(results, r)
+	}
+	slices.SortFunc(results, func(a, b *tester.Result) int {
+		return strings.Compare(a.Package+"."+a.Name, b.Package+"."+b.Name)
+	})
+	return results, nil
+}
+
+// reportTests writes one line per test result to out (with verbose, its
+// print() output and, for a failure, its trace) and counts them.
+func reportTests(out *bytes.Buffer, results []*tester.Result, verbose bool) (passed, failed, skipped int) {
+	for _, r := range results {
+		name := r.Package + "." + r.Name
+		switch {
+		case r.Skip:
+			skipped++
+			fmt.Fprintf(out, "SKIP  %s\n", name)
+			continue
+		case r.Error != nil:
+			failed++
+			fmt.Fprintf(out, "ERROR %s: %v\n", name, r.Error)
+		case r.Fail:
+			failed++
+			fmt.Fprintf(out, "FAIL  %s", name)
+			if r.Location != nil {
+				fmt.Fprintf(out, " (%s)", r.Location)
+			}
+			out.WriteByte('\n')
+		default:
+			passed++
+			fmt.Fprintf(out, "PASS  %s", name)
+			if verbose {
+				fmt.Fprintf(out, " (%s)", r.Duration)
+			}
+			out.WriteByte('\n')
+		}
+		if verbose && len(r.Output) > 0 {
+			writeIndented(out, string(r.Output))
+		}
+		if verbose && r.Fail && len(r.Trace) > 0 {
+			var tr bytes.Buffer
+			topdown.PrettyTraceWithLocation(&tr, r.Trace)
+			writeIndented(out, tr.String())
+		}
+	}
+	return passed, failed, skipped
 }
 
 func writeIndented(b *bytes.Buffer, s string) {
