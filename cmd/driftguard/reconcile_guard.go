@@ -44,31 +44,12 @@ its backoff.`,
 			if err != nil {
 				return err
 			}
-			ctx, out := cmd.Context(), cmd.OutOrStdout()
-			allReady := true
-			for _, name := range names {
-				var g v1alpha1.Guard
-				if err := c.Get(ctx, client.ObjectKey{Name: name}, &g); err != nil {
-					return fmt.Errorf("guard %s: %w", name, err)
-				}
-				if g.Spec.Suspend {
-					return fmt.Errorf("guard %s is suspended: resume it first (driftguard resume guard %s)", name, name)
-				}
-				request, err := requestReconcile(ctx, c, name, o.withSource, nil)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "reconcile of guard %s requested (%s)\n", name, request)
-				done, err := waitReconciled(ctx, c, name, request, o.timeout)
-				if err != nil {
-					return err
-				}
-				allReady = printResult(out, done) && allReady
-			}
-			if !allReady {
-				return exitCode(1)
-			}
-			return nil
+			return reconcileRun{
+				withSource: o.withSource, refuseSuspended: true, wait: true, timeout: o.timeout,
+				requested: func(name, request string) string {
+					return fmt.Sprintf("reconcile of guard %s requested (%s)", name, request)
+				},
+			}.each(cmd, c, names)
 		})
 	sub := cmd.Commands()[0]
 	o.bind(sub, false)
@@ -136,31 +117,68 @@ while the Guard was suspended is reverted by that reconcile.`,
 			if err != nil {
 				return err
 			}
-			ctx, out := cmd.Context(), cmd.OutOrStdout()
-			allReady := true
-			for _, name := range names {
-				request, err := requestReconcile(ctx, c, name, false, map[string]any{"suspend": false})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "guard %s resumed (reconcile requested %s)\n", name, request)
-				if !o.wait {
-					continue
-				}
-				done, err := waitReconciled(ctx, c, name, request, o.timeout)
-				if err != nil {
-					return err
-				}
-				allReady = printResult(out, done) && allReady
-			}
-			if !allReady {
-				return exitCode(1)
-			}
-			return nil
+			return reconcileRun{
+				spec: map[string]any{"suspend": false}, wait: o.wait, timeout: o.timeout,
+				requested: func(name, request string) string {
+					return fmt.Sprintf("guard %s resumed (reconcile requested %s)", name, request)
+				},
+			}.each(cmd, c, names)
 		})
 	sub := cmd.Commands()[0]
 	o.bind(sub, false)
 	sub.Flags().BoolVar(&o.wait, "wait", true, "wait until the guard reconciled the resumed Guard")
 	sub.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait")
 	return cmd
+}
+
+// reconcileRun asks the guard to reconcile Guards, one request each, and
+// waits for each to be handled: what reconcile and resume share.
+type reconcileRun struct {
+	// withSource also fetches a revision that failed to render.
+	withSource bool
+	// spec is merged into the request's patch (resume: suspend false).
+	spec map[string]any
+	// refuseSuspended refuses a suspended Guard before asking.
+	refuseSuspended bool
+	// wait waits until the guard handled each request, at most timeout,
+	// and prints the result.
+	wait    bool
+	timeout time.Duration
+	// requested is the line printed once a request is made.
+	requested func(name, request string) string
+}
+
+// each runs r for the Guards named, in order; the exit code is 1 when one
+// of them is not Ready once its request is handled.
+func (r reconcileRun) each(cmd *cobra.Command, c client.Client, names []string) error {
+	ctx, out := cmd.Context(), cmd.OutOrStdout()
+	allReady := true
+	for _, name := range names {
+		if r.refuseSuspended {
+			var g v1alpha1.Guard
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &g); err != nil {
+				return fmt.Errorf("guard %s: %w", name, err)
+			}
+			if g.Spec.Suspend {
+				return fmt.Errorf("guard %s is suspended: resume it first (driftguard resume guard %s)", name, name)
+			}
+		}
+		request, err := requestReconcile(ctx, c, name, r.withSource, r.spec)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, r.requested(name, request))
+		if !r.wait {
+			continue
+		}
+		done, err := waitReconciled(ctx, c, name, request, r.timeout)
+		if err != nil {
+			return err
+		}
+		allReady = printResult(out, done) && allReady
+	}
+	if !allReady {
+		return exitCode(1)
+	}
+	return nil
 }
