@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -338,34 +337,12 @@ func runAdopt(ctx context.Context, out, errOut io.Writer, arg string, o *adoptOp
 		return note.Message(), nil
 	}
 
-	if o.dryRun {
-		c, err := gitwrite.Clone(ctx, remote, 1)
-		if err != nil {
-			return err
-		}
-		msg, err := edit(ctx, c)
-		if errors.Is(err, gitwrite.ErrNoChange) {
-			fmt.Fprintf(out, "in sync: %s equals Git at %.7s; nothing to adopt\n", object, c.Base())
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		diff, err := c.Diff(ctx)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "%s\n", diff)
-		fmt.Fprintf(out, "dry run: would commit to branch %s of %s on top of %.7s:\n\n%s", remote.Branch, redact.URL(g.Spec.URL), c.Base(), indent(msg))
-		return nil
-	}
-
-	res, err := gitwrite.Update(ctx, remote, gitwrite.Options{Author: author, Depth: 1, Log: logr.Discard()}, edit)
+	res, err := o.commit(ctx, out, g, remote, author, 1, edit)
 	if errors.Is(err, gitwrite.ErrNoChange) {
 		fmt.Fprintf(out, "in sync: %s equals Git at %.7s; nothing to adopt\n", object, res.Base)
 		return nil
 	}
-	if err != nil {
+	if err != nil || res == nil {
 		return err
 	}
 	fmt.Fprintf(out, "adopted %d %s of %s into %s (line %d): commit %s on branch %s\n",
@@ -385,7 +362,7 @@ func runAdopt(ctx context.Context, out, errOut io.Writer, arg string, o *adoptOp
 		fmt.Fprintf(out, "the break-glass annotations stay; once the Guard applies %.7s the object equals Git and nothing is reverted. Remove them then with\n  %s\n", res.SHA, annotateCommand(live))
 		return nil
 	}
-	return clearBreakGlass(ctx, out, errOut, k, g.Name, remote, res, live, last.desired, rules, o.wait)
+	return clearBreakGlass(ctx, out, errOut, k, g.Name, remote, *res, live, last.desired, rules, o.wait)
 }
 
 // adoptInto renders the Guard's path in a checkout, finds the object,

@@ -8,11 +8,9 @@ import (
 	"path"
 	"strings"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
 	"github.com/driftguard/driftguard/gitwrite"
-	"github.com/driftguard/driftguard/redact"
 )
 
 type rollbackOptions struct {
@@ -84,35 +82,15 @@ func runRollback(ctx context.Context, out, errOut io.Writer, guard string, o *ro
 		return gitwrite.RollbackNote{Summary: o.message, Guard: g.Name, Dir: dir, Target: target, Base: c.Base(), By: user}.Message(), nil
 	}
 
-	if o.dryRun {
-		c, err := gitwrite.Clone(ctx, remote, 0)
-		if err != nil {
-			return err
-		}
-		msg, err := edit(ctx, c)
-		if err != nil {
-			return err
-		}
-		diff, err := c.Diff(ctx)
-		if err != nil {
-			return err
-		}
-		if diff == "" {
-			fmt.Fprintf(errOut, "%s on branch %s already equals %.7s; nothing to roll back\n", where, remote.Branch, rev)
-			return nil
-		}
-		fmt.Fprintf(out, "%s\n", diff)
-		fmt.Fprintf(out, "dry run: would commit to branch %s of %s on top of %.7s:\n\n%s", remote.Branch, redact.URL(g.Spec.URL), c.Base(), indent(msg))
-		return nil
-	}
-
-	res, err := gitwrite.Update(ctx, remote, gitwrite.Options{Author: author, Depth: 0, Log: logr.Discard()}, edit)
+	res, err := o.commit(ctx, out, g, remote, author, 0, edit)
 	if errors.Is(err, gitwrite.ErrNoChange) {
 		fmt.Fprintf(errOut, "%s on branch %s already equals %.7s; nothing to roll back\n", where, remote.Branch, rev)
-		fmt.Fprintln(out, res.Base)
+		if !o.dryRun {
+			fmt.Fprintln(out, res.Base)
+		}
 		return nil
 	}
-	if err != nil {
+	if err != nil || res == nil {
 		return err
 	}
 	fmt.Fprintf(errOut, "rolled back %s of guard %s to %.7s: commit %.7s on branch %s\n", where, g.Name, rev, res.SHA, remote.Branch)
