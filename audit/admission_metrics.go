@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // maxDeniedUsers bounds the user label of driftguard_admission_denied_total.
@@ -29,6 +30,8 @@ var (
 	deniedUsersMu sync.Mutex
 	deniedUsers   = map[string]bool{}
 )
+
+func init() { metrics.Registry.MustRegister(decisionsTotal, deniedTotal) }
 
 // countDecision counts a decision record by action and rule, and a denial
 // by its user.
