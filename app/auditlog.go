@@ -14,7 +14,8 @@ import (
 )
 
 // newAuditLog is the audit log and its sinks (--audit-stdout to out,
-// --audit-file, --audit-events, --notify-secret), run by the manager.
+// --audit-file, --audit-events, --notify-secret, --audit-otlp-endpoint), run by
+// the manager.
 func newAuditLog(mgr manager.Manager, cfg *rest.Config, o Options, out io.Writer, log logr.Logger) (*audit.Logger, error) {
 	sinks := []audit.Sink{}
 	if o.AuditStdout {
@@ -37,6 +38,13 @@ func newAuditLog(mgr manager.Manager, cfg *rest.Config, o Options, out io.Writer
 	for _, name := range notifySecrets(o.NotifySecret) {
 		n := &notify.Sink{Config: notifyConfig(mgr.GetAPIReader(), o.Namespace, name), Period: o.NotifyPeriod, Log: log.WithName("notify").WithValues("secret", name)}
 		sinks = append(sinks, audit.NewAsyncSink(n, 256, 1, o.AuditDrainTimeout))
+	}
+	otlp, err := o.otlpSink()
+	if err != nil {
+		return nil, err
+	}
+	if otlp != nil {
+		sinks = append(sinks, audit.NewAsyncSink(otlp, o.AuditOTLPBuffer, 1, o.AuditDrainTimeout))
 	}
 	auditLog := audit.NewLogger(log.WithName("audit"), o.AuditQueueSize, sinks...)
 	if err := mgr.Add(auditLog); err != nil {

@@ -96,6 +96,8 @@ type Options struct {
 	// notification sinks go on sending what they buffered
 	// (--audit-drain-timeout; docs/audit.md).
 	AuditDrainTimeout time.Duration
+	// OTLP audit sink (--audit-otlp-*; app/options_otlp.go).
+	OTLPOptions
 
 	// RenderLimits bound what rendering one revision may read, decode and
 	// produce (--render-* flags; docs/security.md, "Rendering limits").
@@ -150,6 +152,7 @@ func DefaultOptions() Options {
 		AuditEvents:       true,
 		AuditQueueSize:    4096,
 		AuditDrainTimeout: audit.DefaultAsyncDrain,
+		OTLPOptions:       defaultOTLPOptions(),
 		PolicyTimeout:     time.Second,
 		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
 		RenderLimits:      gitstore.DefaultLimits(),
@@ -208,7 +211,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.AuditFileBackups, "audit-file-max-backups", o.AuditFileBackups, "rotated audit files kept")
 	fs.BoolVar(&o.AuditEvents, "audit-events", o.AuditEvents, "also record drift and decisions as Kubernetes Events on the object")
 	fs.IntVar(&o.AuditQueueSize, "audit-queue-size", o.AuditQueueSize, "audit records buffered before writers wait (none is dropped)")
-	fs.DurationVar(&o.AuditDrainTimeout, "audit-drain-timeout", o.AuditDrainTimeout, "at shutdown, how long the Event and notification sinks may go on sending what they buffered; the rest is counted and logged as not sent (stdout and the file always get every record)")
+	fs.DurationVar(&o.AuditDrainTimeout, "audit-drain-timeout", o.AuditDrainTimeout, "at shutdown, how long the Event, notification and OTLP sinks may go on sending what they buffered; the rest is counted and logged as not sent (stdout and the file always get every record)")
+	o.OTLPOptions.bindFlags(fs)
 	o.RenderLimits.BindFlags(fs)
 	o.Sources.BindFlags(fs)
 	o.InstallOptions.bindFlags(fs)
@@ -280,6 +284,9 @@ func (o *Options) Validate() error {
 	}
 	if o.AuditDrainTimeout < 0 || o.AuditDrainTimeout > maxAuditDrainTimeout {
 		return fmt.Errorf("--audit-drain-timeout: must be between 0 and %s (inside the 30 s Kubernetes waits after SIGTERM), got %s", maxAuditDrainTimeout, o.AuditDrainTimeout)
+	}
+	if err := o.OTLPOptions.validate(); err != nil {
+		return err
 	}
 	if err := o.RenderLimits.Validate(); err != nil {
 		return err
