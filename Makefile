@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools test-tools generate verify test test-unit test-e2e fuzz fuzz-short bench bench-quick bench-scale soak lint demo image image-docker clean
+.PHONY: all build tools test-tools generate verify test test-unit test-e2e test-promrules fuzz fuzz-short bench bench-quick bench-scale soak lint demo image image-docker clean
 
 all: build
 
@@ -27,15 +27,20 @@ generate: tools ## Regenerate deepcopy code and the CRD (config/crd, charts/drif
 verify: generate ## Fail when generated files are stale
 	git diff --exit-code -- api config charts/driftguard/crds
 
-test: test-tools ## Unit tests and the end-to-end suites on a real control plane, then every fuzz target briefly
+test: test-tools ## Unit tests and the end-to-end suites on a real control plane, then every fuzz target briefly beside the alert rules' test
 	CI=true $(GO) test -race -count=1 -timeout 30m ./...
-	$(MAKE) fuzz-short
+	$(MAKE) --no-print-directory -j2 -O fuzz-short test-promrules
 
 test-unit: ## Unit tests only (no control plane)
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /devenv)
 
 test-e2e: test-tools ## End-to-end suites only
 	CI=true $(GO) test -count=1 -timeout 30m ./test/...
+
+# test/promrules is a module of its own (Prometheus's packages); -mod=mod
+# lets it follow a change of the guard's go.mod (docs/observability.md).
+test-promrules: test-tools ## The chart's alerts and dashboards under Prometheus's query engine and rule evaluator, over a running guard
+	cd test/promrules && CI=true $(GO) test -mod=mod -count=1 -timeout 20m ./...
 
 fuzz-short: ## Every fuzz target for 500 mutated inputs (part of make test; docs/security.md, Fuzzing)
 	GO=$(GO) FUZZTIME=500x tools/fuzz.sh
