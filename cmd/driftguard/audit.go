@@ -17,7 +17,7 @@ import (
 
 func newAuditCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Read the audit log"}
-	cmd.AddCommand(newAuditTailCommand())
+	cmd.AddCommand(newAuditTailCommand(), newAuditQueryCommand())
 	return cmd
 }
 

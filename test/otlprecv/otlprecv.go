@@ -78,25 +78,46 @@ type Options struct {
 // Start serves a receiver on loopback until the test ends.
 func Start(t testing.TB, o Options) *Receiver {
 	t.Helper()
+	r, err := Listen(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Listen serves a receiver on loopback until Stop (for a TestMain). With
+// TLS, the CA file is written to a temporary folder Stop removes.
+func Listen(o Options) (*Receiver, error) {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}
 	lis, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		t.Fatalf("otlp receiver: listen: %v", err)
+		return nil, fmt.Errorf("otlp receiver: listen: %w", err)
 	}
 	r := &Receiver{changed: make(chan struct{}), Endpoint: lis.Addr().String()}
 	var tlsCfg *tls.Config
+	var dir string
 	if o.TLS {
-		tlsCfg, r.CAFile = selfSigned(t)
+		if dir, err = os.MkdirTemp("", "otlprecv-"); err == nil {
+			tlsCfg, r.CAFile, err = selfSigned(dir)
+		}
+		if err != nil {
+			_ = lis.Close()
+			return nil, fmt.Errorf("otlp receiver: %w", err)
+		}
 	}
 	if o.HTTP {
 		r.serveHTTP(lis, tlsCfg)
 	} else {
 		r.serveGRPC(lis, tlsCfg)
 	}
-	t.Cleanup(r.Stop)
-	return r
+	if dir != "" {
+		stop := r.stop
+		r.stop = func() { stop(); _ = os.RemoveAll(dir) }
+	}
+	return r, nil
 }
 
 // Stop ends the receiver: a collector that is down. What it received stays.
@@ -292,12 +313,11 @@ func value(v *commonpb.AnyValue) any {
 }
 
 // selfSigned makes a certificate for 127.0.0.1 and localhost, its own CA,
-// and writes it to a PEM file for the client.
-func selfSigned(t testing.TB) (*tls.Config, string) {
-	t.Helper()
+// and writes it to a PEM file in dir for the client.
+func selfSigned(dir string) (*tls.Config, string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatalf("otlp receiver: key: %v", err)
+		return nil, "", fmt.Errorf("key: %w", err)
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
@@ -309,12 +329,12 @@ func selfSigned(t testing.TB) (*tls.Config, string) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatalf("otlp receiver: certificate: %v", err)
+		return nil, "", fmt.Errorf("certificate: %w", err)
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	caFile := filepath.Join(t.TempDir(), "otlp-ca.pem")
+	caFile := filepath.Join(dir, "otlp-ca.pem")
 	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
-		t.Fatalf("otlp receiver: %v", err)
+		return nil, "", err
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, caFile
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, caFile, nil
 }
