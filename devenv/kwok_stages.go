@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // FailPodAnnotation on a pod (in a Job's pod template, say) makes the
@@ -31,62 +32,86 @@ const extraStagesFile = "kwok-driftguard-stages.yaml"
 // (CrashLoopPodAnnotation). pod-fail matches the same pods as the stock pod-complete (and more: any
 // Running pod with the annotation); its weight of 1 against the stock
 // stages' 0 makes KWOK always pick it for those pods.
-var extraKWOKStages = fmt.Sprintf(`apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: driftguard-pod-fail
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: .metadata.deletionTimestamp
-      operator: DoesNotExist
-    - key: .status.phase
-      operator: In
-      values:
-      - Running
-    - key: '.metadata.annotations["%[1]s"]'
-      operator: In
-      values:
-      - "true"
-  weight: 1
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      conditions:
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "False"
-        type: Ready
-        reason: PodFailed
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "False"
-        type: ContainersReady
-        reason: PodFailed
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
-        restartCount: 0
-        started: false
-        state:
-          terminated:
-            exitCode: 1
-            finishedAt: {{ $now | Quote }}
-            reason: Error
-            message: failed on purpose (annotation %[1]s)
-            startedAt: {{ $now | Quote }}
-      {{ end }}
-      phase: Failed
+var extraKWOKStages = strings.Join([]string{
+	podStage("driftguard-pod-fail", FailPodAnnotation, "", 0, `{{ $now := Now }}
+conditions:
+`+podCondition("Ready", "False", "reason: PodFailed")+
+		podCondition("ContainersReady", "False", "reason: PodFailed")+
+		`containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  restartCount: 0
+  started: false
+  state:
+    terminated:
+      exitCode: 1
+      finishedAt: {{ $now | Quote }}
       reason: Error
-      message: failed on purpose (annotation %[1]s)
----
-apiVersion: kwok.x-k8s.io/v1alpha1
+      message: failed on purpose (annotation `+FailPodAnnotation+`)
+      startedAt: {{ $now | Quote }}
+{{ end }}
+phase: Failed
+reason: Error
+message: failed on purpose (annotation `+FailPodAnnotation+`)
+`),
+	podStage("driftguard-pod-crash", CrashLoopPodAnnotation, `- key: .status.containerStatuses.[0].state.running.startedAt
+  operator: Exists
+`, 1500, `{{ $now := Now }}
+{{ $cs := index .status.containerStatuses 0 }}
+`+runningConditions("False", `reason: ContainersNotReady
+message: "containers with unready status: [{{ $cs.name }}]"`)+
+		firstContainer(false, "{{ $cs.restartCount }}")+`  {{ with $cs.lastState }}
+  lastState:
+    {{ YAML . 2 }}
+  {{ end }}
+  state:
+    terminated:
+      exitCode: 1
+      reason: Error
+      message: crashed on purpose (annotation `+CrashLoopPodAnnotation+`)
+      startedAt: {{ $cs.state.running.startedAt | Quote }}
+      finishedAt: {{ $now | Quote }}
+`),
+	podStage("driftguard-pod-back-off", CrashLoopPodAnnotation, `- key: .status.containerStatuses.[0].state.terminated.exitCode
+  operator: Exists
+`, 1000, `{{ $cs := index .status.containerStatuses 0 }}
+`+firstContainer(false, "{{ $cs.restartCount }}")+`  lastState:
+    terminated:
+      {{ YAML $cs.state.terminated 3 }}
+  state:
+    waiting:
+      reason: CrashLoopBackOff
+      message: back-off 10s restarting failed container={{ $cs.name }} pod={{ .metadata.name }}_{{ .metadata.namespace }}({{ .metadata.uid }})
+`),
+	podStage("driftguard-pod-restart", CrashLoopPodAnnotation, `- key: .status.containerStatuses.[0].state.waiting.reason
+  operator: In
+  values:
+  - CrashLoopBackOff
+`, 3000, `{{ $now := Now }}
+{{ $cs := index .status.containerStatuses 0 }}
+`+runningConditions("True", `reason: ""
+message: ""`)+
+		firstContainer(true, "{{ add $cs.restartCount 1 }}")+`  lastState:
+    {{ YAML $cs.lastState 2 }}
+  state:
+    running:
+      startedAt: {{ $now | Quote }}
+`),
+}, "---\n")
+
+// podStage is a KWOK Stage of weight 1 for the Running pods, not being
+// deleted, whose annotation is "true" and that match the selector
+// expressions in match (YAML list items, "" for none): delayMs milliseconds
+// after they match (at once for 0), KWOK writes status, a template, into the
+// pod's status.
+func podStage(name, annotation, match string, delayMs int, status string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
-  name: driftguard-pod-crash
+  name: %s
 spec:
   resourceRef:
     apiGroup: v1
@@ -99,156 +124,62 @@ spec:
       operator: In
       values:
       - Running
-    - key: '.metadata.annotations["%[2]s"]'
+    - key: '.metadata.annotations["%s"]'
       operator: In
       values:
       - "true"
-    - key: .status.containerStatuses.[0].state.running.startedAt
-      operator: Exists
-  weight: 1
-  delay:
-    durationMilliseconds: 1500
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      {{ $cs := index .status.containerStatuses 0 }}
-      conditions:
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: Initialized
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "False"
-        type: Ready
-        reason: ContainersNotReady
-        message: "containers with unready status: [{{ $cs.name }}]"
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "False"
-        type: ContainersReady
-        reason: ContainersNotReady
-        message: "containers with unready status: [{{ $cs.name }}]"
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: PodScheduled
-      containerStatuses:
-      - image: {{ $cs.image | Quote }}
-        name: {{ $cs.name | Quote }}
-        ready: false
-        started: false
-        restartCount: {{ $cs.restartCount }}
-        {{ with $cs.lastState }}
-        lastState:
-          {{ YAML . 2 }}
-        {{ end }}
-        state:
-          terminated:
-            exitCode: 1
-            reason: Error
-            message: crashed on purpose (annotation %[2]s)
-            startedAt: {{ $cs.state.running.startedAt | Quote }}
-            finishedAt: {{ $now | Quote }}
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: driftguard-pod-back-off
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: .metadata.deletionTimestamp
-      operator: DoesNotExist
-    - key: .status.phase
-      operator: In
-      values:
-      - Running
-    - key: '.metadata.annotations["%[2]s"]'
-      operator: In
-      values:
-      - "true"
-    - key: .status.containerStatuses.[0].state.terminated.exitCode
-      operator: Exists
-  weight: 1
-  delay:
-    durationMilliseconds: 1000
-  next:
-    statusTemplate: |
-      {{ $cs := index .status.containerStatuses 0 }}
-      containerStatuses:
-      - image: {{ $cs.image | Quote }}
-        name: {{ $cs.name | Quote }}
-        ready: false
-        started: false
-        restartCount: {{ $cs.restartCount }}
-        lastState:
-          terminated:
-            {{ YAML $cs.state.terminated 3 }}
-        state:
-          waiting:
-            reason: CrashLoopBackOff
-            message: back-off 10s restarting failed container={{ $cs.name }} pod={{ .metadata.name }}_{{ .metadata.namespace }}({{ .metadata.uid }})
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: driftguard-pod-restart
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: .metadata.deletionTimestamp
-      operator: DoesNotExist
-    - key: .status.phase
-      operator: In
-      values:
-      - Running
-    - key: '.metadata.annotations["%[2]s"]'
-      operator: In
-      values:
-      - "true"
-    - key: .status.containerStatuses.[0].state.waiting.reason
-      operator: In
-      values:
-      - CrashLoopBackOff
-  weight: 1
-  delay:
-    durationMilliseconds: 3000
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      {{ $cs := index .status.containerStatuses 0 }}
-      conditions:
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: Initialized
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: Ready
-        reason: ""
-        message: ""
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: ContainersReady
-        reason: ""
-        message: ""
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: PodScheduled
-      containerStatuses:
-      - image: {{ $cs.image | Quote }}
-        name: {{ $cs.name | Quote }}
-        ready: true
-        started: true
-        restartCount: {{ add $cs.restartCount 1 }}
-        lastState:
-          {{ YAML $cs.lastState 2 }}
-        state:
-          running:
-            startedAt: {{ $now | Quote }}
-`, FailPodAnnotation, CrashLoopPodAnnotation)
+`, name, annotation)
+	b.WriteString(indent(match, "    "))
+	b.WriteString("  weight: 1\n")
+	if delayMs > 0 {
+		fmt.Fprintf(&b, "  delay:\n    durationMilliseconds: %d\n", delayMs)
+	}
+	b.WriteString("  next:\n    statusTemplate: |\n")
+	b.WriteString(indent(status, "      "))
+	return b.String()
+}
+
+// podCondition is one entry of a pod's status.conditions, set now, with
+// the lines of more (reason, message) after its type.
+func podCondition(typ, status, more string) string {
+	s := "- lastTransitionTime: {{ $now | Quote }}\n  status: \"" + status + "\"\n  type: " + typ + "\n"
+	if more != "" {
+		s += indent(more+"\n", "  ")
+	}
+	return s
+}
+
+// runningConditions are the conditions of a scheduled, initialized pod
+// whose containers are ready or not (ready "True" or "False", with the lines
+// of more).
+func runningConditions(ready, more string) string {
+	return "conditions:\n" + podCondition("Initialized", "True", "") +
+		podCondition("Ready", ready, more) + podCondition("ContainersReady", ready, more) +
+		podCondition("PodScheduled", "True", "")
+}
+
+// firstContainer starts status.containerStatuses with the pod's first
+// container ($cs), ready and started or not, with restartCount.
+func firstContainer(ready bool, restartCount string) string {
+	return fmt.Sprintf(`containerStatuses:
+- image: {{ $cs.image | Quote }}
+  name: {{ $cs.name | Quote }}
+  ready: %[1]t
+  started: %[1]t
+  restartCount: %[2]s
+`, ready, restartCount)
+}
+
+// indent puts prefix before every line of s that is not empty.
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "")
+}
 
 // writeExtraStages writes extraKWOKStages into the cluster's folder and
 // returns the file's path.
