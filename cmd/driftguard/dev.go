@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -66,12 +67,7 @@ func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, di
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	crdDir := filepath.Join(dir, "crds")
-	if err := config.WriteCRDs(crdDir); err != nil {
-		return err
-	}
-	log.Info("starting local cluster", "simulated", simulated)
-	cluster, err := devenv.Start(ctx, devenv.Options{Simulated: simulated, CRDDirs: []string{crdDir}, Dir: filepath.Join(dir, "cluster"), Log: log.WithName("cluster")})
+	cluster, err := startDevCluster(ctx, log, dir, simulated)
 	if err != nil {
 		return err
 	}
@@ -80,8 +76,7 @@ func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, di
 			log.Error(err, "stop local cluster")
 		}
 	}()
-
-	git, err := gitserver.Start(filepath.Join(dir, "git"))
+	git, repo, err := startDemoRepo(dir, examples)
 	if err != nil {
 		return err
 	}
@@ -90,19 +85,64 @@ func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, di
 			log.Error(err, "stop Git server")
 		}
 	}()
-	repo, err := git.NewRepo("shop")
+	if err := receivePushes(log, git, &opts); err != nil {
+		return err
+	}
+	_, guardCfg, err := cluster.AddUser("driftguard", []string{"system:masters"})
 	if err != nil {
 		return err
 	}
-	if err := repo.CopyDir(examples, ""); err != nil {
+	userKubeconfig, _, err := cluster.AddUser("alice", []string{"system:masters"})
+	if err != nil {
 		return err
+	}
+	if err := createDemoGuard(ctx, cluster.Config, git.URL("shop"), interval); err != nil {
+		return err
+	}
+	printDevHelp(userKubeconfig, git.URL("shop"), repo.Dir, interval)
+	return app.Run(ctx, guardCfg, opts, log, os.Stdout)
+}
+
+// startDevCluster writes the CRDs under dir and starts the local cluster
+// with them.
+func startDevCluster(ctx context.Context, log logr.Logger, dir string, simulated bool) (*devenv.Cluster, error) {
+	crdDir := filepath.Join(dir, "crds")
+	if err := config.WriteCRDs(crdDir); err != nil {
+		return nil, err
+	}
+	log.Info("starting local cluster", "simulated", simulated)
+	return devenv.Start(ctx, devenv.Options{Simulated: simulated, CRDDirs: []string{crdDir}, Dir: filepath.Join(dir, "cluster"), Log: log.WithName("cluster")})
+}
+
+// startDemoRepo starts the Git server on loopback with the repository
+// "shop" holding examples. The server is closed when err is set.
+func startDemoRepo(dir, examples string) (_ *gitserver.Server, _ *gitserver.Repo, err error) {
+	git, err := gitserver.Start(filepath.Join(dir, "git"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = git.Close()
+		}
+	}()
+	repo, err := git.NewRepo("shop")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := repo.CopyDir(examples, ""); err != nil {
+		return nil, nil, err
 	}
 	if _, err := repo.CommitAndPush("shop: initial manifests"); err != nil {
-		return err
+		return nil, nil, err
 	}
+	return git, repo, nil
+}
 
-	// Pushes to the demo repository reach the guard's push receiver at once,
-	// as a Git host's webhook would.
+// receivePushes: pushes to the demo repository reach the guard's push
+// receiver at once, as a Git host's webhook would. It sets the receiver's
+// address and token in opts when unset.
+func receivePushes(log logr.Logger, git *gitserver.Server, opts *app.Options) error {
 	if opts.ReceiverAddr == "" {
 		port, err := freeLoopbackPort()
 		if err != nil {
@@ -116,29 +156,30 @@ func runDev(ctx context.Context, log logr.Logger, opts app.Options, examples, di
 		// server gets one of its own.
 		opts.ReceiverToken = rand.Text()
 	}
-	git.OnPush(func(url string) { notifyPush(log, hook, opts.ReceiverToken, url) })
+	token := opts.ReceiverToken
+	git.OnPush(func(url string) { notifyPush(log, hook, token, url) })
+	return nil
+}
 
-	_, guardCfg, err := cluster.AddUser("driftguard", []string{"system:masters"})
-	if err != nil {
-		return err
-	}
-	userKubeconfig, _, err := cluster.AddUser("alice", []string{"system:masters"})
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cluster.Config, client.Options{Scheme: app.Scheme()})
+// createDemoGuard creates the Guard "shop" of the demo repository at url.
+func createDemoGuard(ctx context.Context, cfg *rest.Config, url string, interval time.Duration) error {
+	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
 	if err != nil {
 		return err
 	}
 	selfHeal := true
 	guard := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop"},
-		Spec:       v1alpha1.GuardSpec{URL: git.URL("shop"), Ref: "main", Interval: metav1.Duration{Duration: interval}, Prune: true, SelfHeal: &selfHeal},
+		Spec:       v1alpha1.GuardSpec{URL: url, Ref: "main", Interval: metav1.Duration{Duration: interval}, Prune: true, SelfHeal: &selfHeal},
 	}
 	if err := c.Create(ctx, guard); err != nil {
 		return fmt.Errorf("create demo Guard: %w", err)
 	}
+	return nil
+}
 
+// printDevHelp tells the user what to try.
+func printDevHelp(userKubeconfig, url, workDir string, interval time.Duration) {
 	kubectl := filepath.Join(devenv.DefaultBinDir(), "kubectl")
 	fmt.Fprintf(os.Stderr, `
 driftguard is guarding a local cluster.
@@ -153,9 +194,7 @@ Try:
 Edit a file in %[3]s, then: git -C %[3]s commit -am change && git -C %[3]s push   # applied at once (push receiver), else at the next interval (%[5]s)
 Ctrl-C stops everything.
 
-`, userKubeconfig, git.URL("shop"), repo.Dir, kubectl, interval)
-
-	return app.Run(ctx, guardCfg, opts, log, os.Stdout)
+`, userKubeconfig, url, workDir, kubectl, interval)
 }
 
 func freeLoopbackPort() (int, error) {

@@ -136,15 +136,7 @@ func runValidate(ctx context.Context, out io.Writer, dir string, o *validateOpti
 		return 0, err
 	}
 	if guard != nil {
-		rel = guard.Spec.Path
-		switch s := &guard.Spec; {
-		case s.Git != nil:
-			rel = s.Git.Path
-		case s.OCI != nil:
-			rel = s.OCI.Path
-		case s.Bucket != nil:
-			rel = s.Bucket.Prefix
-		}
+		rel = sourcePath(guard)
 	}
 
 	// The checkout is read as the guard reads Git: symbolic links are not
@@ -182,8 +174,36 @@ func runValidate(ctx context.Context, out io.Writer, dir string, o *validateOpti
 		problems = append(problems, cp...)
 	}
 
-	// Files in path order, lines in order; duplicates and cluster
-	// findings keep their place after the file's own problems.
+	where := filepath.Join(root, rel)
+	if len(problems) > 0 {
+		printProblems(out, problems, where)
+		return len(problems), nil
+	}
+	checked := ""
+	if c != nil {
+		checked = ", accepted by the cluster in a dry run"
+	}
+	fmt.Fprintf(out, "ok: %d %s in %s%s\n", len(objs), plural(len(objs), "object", "objects"), where, checked)
+	return 0, nil
+}
+
+// sourcePath is the folder of its source a Guard renders.
+func sourcePath(guard *v1alpha1.Guard) string {
+	switch s := &guard.Spec; {
+	case s.Git != nil:
+		return s.Git.Path
+	case s.OCI != nil:
+		return s.OCI.Path
+	case s.Bucket != nil:
+		return s.Bucket.Prefix
+	}
+	return guard.Spec.Path
+}
+
+// printProblems prints problems, files in path order, lines in order
+// (duplicates and cluster findings keep their place after the file's own
+// problems), and how many there are in where.
+func printProblems(out io.Writer, problems []problem, where string) {
 	slices.SortStableFunc(problems, func(a, b problem) int {
 		if c := strings.Compare(a.path, b.path); c != 0 {
 			return c
@@ -193,17 +213,7 @@ func runValidate(ctx context.Context, out io.Writer, dir string, o *validateOpti
 	for _, p := range problems {
 		fmt.Fprintln(out, p)
 	}
-	where := filepath.Join(root, rel)
-	if len(problems) > 0 {
-		fmt.Fprintf(out, "%d %s in %s\n", len(problems), plural(len(problems), "problem", "problems"), where)
-		return len(problems), nil
-	}
-	checked := ""
-	if c != nil {
-		checked = ", accepted by the cluster in a dry run"
-	}
-	fmt.Fprintf(out, "ok: %d %s in %s%s\n", len(objs), plural(len(objs), "object", "objects"), where, checked)
-	return 0, nil
+	fmt.Fprintf(out, "%d %s in %s\n", len(problems), plural(len(problems), "problem", "problems"), where)
 }
 
 // repositoryRoot finds the Git checkout that holds dir (the nearest folder
