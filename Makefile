@@ -38,9 +38,11 @@ test-e2e: test-tools ## End-to-end suites only
 	CI=true $(GO) test -count=1 -timeout 30m ./test/...
 
 # test/promrules is a module of its own (Prometheus's packages); -mod=mod
-# lets it follow a change of the guard's go.mod (docs/observability.md).
+# lets it follow a change of the guard's go.mod. With -race, as above, it
+# reuses the packages `go test -race ./...` built: a cold run compiles only
+# Prometheus's (docs/observability.md).
 test-promrules: test-tools ## The chart's alerts and dashboards under Prometheus's query engine and rule evaluator, over a running guard
-	cd test/promrules && CI=true $(GO) test -mod=mod -count=1 -timeout 20m ./...
+	cd test/promrules && CI=true $(GO) test -race -mod=mod -count=1 -timeout 20m ./...
 
 fuzz-short: ## Every fuzz target for 500 mutated inputs (part of make test; docs/security.md, Fuzzing)
 	GO=$(GO) FUZZTIME=500x tools/fuzz.sh
