@@ -21,6 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // requireBinaries skips the test when the binaries are missing, unless CI=true.
@@ -37,28 +39,17 @@ func requireBinaries(t *testing.T, simulated bool) {
 	t.Skip(msg)
 }
 
-// eventually polls cond every 250 ms until it reports done, fails or timeout passes.
-func eventually(t *testing.T, ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	began := time.Now()
-	var lastErr error
-	for {
-		done, err := cond(ctx)
-		if err != nil {
-			lastErr = err
-		}
-		if done {
-			t.Logf("%s after %s", what, time.Since(began).Round(10*time.Millisecond))
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not reached within %s (last error: %v)", what, timeout, lastErr)
-		case <-time.After(250 * time.Millisecond):
-		}
+// availableReplicas says how far Deployment ns/name is from want available
+// replicas, or returns nil once it has them.
+func availableReplicas(ctx context.Context, cs kubernetes.Interface, ns, name string, want int32) error {
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
 	}
+	if d.Status.AvailableReplicas != want {
+		return fmt.Errorf("available %d/%d", d.Status.AvailableReplicas, want)
+	}
+	return nil
 }
 
 // childPIDs lists the processes whose parent is this test binary, pid -> command name.
@@ -236,24 +227,20 @@ func TestStartSimulated(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eventually(t, ctx, 90*time.Second, "deployment web has 3 available replicas", func(ctx context.Context) (bool, error) {
-		d, err := cs.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return d.Status.AvailableReplicas == 3, fmt.Errorf("available %d/3", d.Status.AvailableReplicas)
+	wait.Eventually(t, 90*time.Second, "deployment web has 3 available replicas", func() error {
+		return availableReplicas(ctx, cs, metav1.NamespaceDefault, "web", 3)
 	})
-	eventually(t, ctx, 90*time.Second, "job once is Complete", func(ctx context.Context) (bool, error) {
+	wait.Eventually(t, 90*time.Second, "job once is Complete", func() error {
 		j, err := cs.BatchV1().Jobs(metav1.NamespaceDefault).Get(ctx, "once", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
 		for _, cond := range j.Status.Conditions {
 			if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
-				return true, nil
+				return nil
 			}
 		}
-		return false, fmt.Errorf("conditions %v", j.Status.Conditions)
+		return fmt.Errorf("conditions %v", j.Status.Conditions)
 	})
 
 	// A namespace with a running workload in it finishes deleting.
@@ -263,25 +250,21 @@ func TestStartSimulated(t *testing.T) {
 	if _, _, err := c.Kubectl(ctx, "", "-n", "doomed", "create", "deployment", "app", "--image=nginx", "--replicas=2"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, 90*time.Second, "deployment doomed/app has 2 available replicas", func(ctx context.Context) (bool, error) {
-		d, err := cs.AppsV1().Deployments("doomed").Get(ctx, "app", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return d.Status.AvailableReplicas == 2, nil
+	wait.Eventually(t, 90*time.Second, "deployment doomed/app has 2 available replicas", func() error {
+		return availableReplicas(ctx, cs, "doomed", "app", 2)
 	})
 	if _, _, err := c.Kubectl(ctx, "", "delete", "namespace", "doomed", "--wait=false"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, 90*time.Second, "namespace doomed is gone", func(ctx context.Context) (bool, error) {
+	wait.Eventually(t, 90*time.Second, "namespace doomed is gone", func() error {
 		ns, err := cs.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return true, nil
+			return nil
 		}
 		if err != nil {
-			return false, err
+			return err
 		}
-		return false, fmt.Errorf("phase %s, conditions %v", ns.Status.Phase, ns.Status.Conditions)
+		return fmt.Errorf("phase %s, conditions %v", ns.Status.Phase, ns.Status.Conditions)
 	})
 
 	pids := childPIDs(t)
@@ -391,13 +374,13 @@ func TestChildrenDieWithParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	eventually(t, t.Context(), 10*time.Second, "all child processes died with their parent", func(context.Context) (bool, error) {
+	wait.Eventually(t, 10*time.Second, "all child processes died with their parent", func() error {
 		for pid, name := range rep.Children {
 			if st := procState(pid); st != "" && st != "Z" {
-				return false, fmt.Errorf("%s (pid %d) in state %s", name, pid, st)
+				return fmt.Errorf("%s (pid %d) in state %s", name, pid, st)
 			}
 		}
-		return true, nil
+		return nil
 	})
 }
 
@@ -484,12 +467,8 @@ func TestSimulatedNodeStaysReady(t *testing.T) {
 	if _, _, err := c.Kubectl(ctx, "", "create", "deployment", "web", "--image=nginx", "--replicas=2"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, 90*time.Second, "deployment web has 2 available replicas", func(ctx context.Context) (bool, error) {
-		d, err := cs.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return d.Status.AvailableReplicas == 2, fmt.Errorf("available %d/2", d.Status.AvailableReplicas)
+	wait.Eventually(t, 90*time.Second, "deployment web has 2 available replicas", func() error {
+		return availableReplicas(ctx, cs, metav1.NamespaceDefault, "web", 2)
 	})
 
 	var renewals []time.Time

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // recordFixtures makes TestLiveCluster write the objects it assesses in
@@ -123,7 +124,7 @@ func checkField(t *testing.T, ctx context.Context, cluster *devenv.Cluster, c cl
 		{hpa2, "web-cpu", Degraded, "scaling not active: FailedGetResourceMetric: ", "hpa-metrics-unavailable"},
 		{hpa1, "no-target-v1", Degraded, `cannot scale: FailedGetScale: the HPA controller was unable to get the target's current scale: deployments.apps "nope-v1" not found`, "hpa-v1-no-target"},
 	} {
-		eventually(t, ctx, 90*time.Second, fmt.Sprintf("%s %s is %s", tc.gvk.Kind, tc.name, tc.state), func(ctx context.Context) error {
+		wait.Eventually(t, 90*time.Second, fmt.Sprintf("%s %s is %s", tc.gvk.Kind, tc.name, tc.state), func() error {
 			obj, err := get(ctx, tc.gvk, "shop", tc.name)
 			if err != nil {
 				return err
@@ -179,7 +180,7 @@ func checkField(t *testing.T, ctx context.Context, cluster *devenv.Cluster, c cl
 		}
 	}()
 	apiService := schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"}
-	eventually(t, ctx, 60*time.Second, "APIService not available yet", func(ctx context.Context) error {
+	wait.Eventually(t, 60*time.Second, "APIService not available yet", func() error {
 		obj, err := get(ctx, apiService, "", "v1alpha1.field.example.com")
 		if err != nil {
 			return err

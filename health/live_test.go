@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // liveManifests are applied to a simulated cluster (kube-controller-manager,
@@ -194,7 +195,7 @@ func TestLiveCluster(t *testing.T) {
 		{gvk("", "Service"), "nobody", Result{State: Progressing, Message: "no endpoints: no pod matches the selector"}},
 		{gvk("", "PersistentVolumeClaim"), "data", Result{State: Progressing, Message: "pending: waiting for a volume"}},
 	} {
-		eventually(t, ctx, 90*time.Second, fmt.Sprintf("%s %s is %s", tc.gvk.Kind, tc.name, tc.want), func(ctx context.Context) error {
+		wait.Eventually(t, 90*time.Second, fmt.Sprintf("%s %s is %s", tc.gvk.Kind, tc.name, tc.want), func() error {
 			got, err := assess(ctx, tc.gvk, tc.name)
 			if err != nil {
 				return err
@@ -208,7 +209,7 @@ func TestLiveCluster(t *testing.T) {
 
 	// A Deployment whose pod cannot be scheduled stays Progressing, and its
 	// pod says why.
-	eventually(t, ctx, 30*time.Second, "pod of Deployment huge not scheduled", func(ctx context.Context) error {
+	wait.Eventually(t, 30*time.Second, "pod of Deployment huge not scheduled", func() error {
 		pods := &unstructured.UnstructuredList{}
 		pods.SetGroupVersionKind(gvk("", "PodList"))
 		if err := c.List(ctx, pods, client.InNamespace("shop"), client.MatchingLabels{"app": "huge"}); err != nil {
@@ -227,23 +228,4 @@ func TestLiveCluster(t *testing.T) {
 	}
 
 	checkField(t, ctx, cluster, c)
-}
-
-// eventually polls cond every 250ms until it returns nil, or fails the test
-// after timeout with cond's last error.
-func eventually(t *testing.T, ctx context.Context, timeout time.Duration, what string, cond func(context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		err := cond(ctx)
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }

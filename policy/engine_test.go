@@ -15,6 +15,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 const guardSA = "system:serviceaccount:driftguard:driftguard"
@@ -480,17 +482,6 @@ func (s *logSink) count(substr string) int {
 	return n
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestWatch(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "decision.rego")
@@ -516,15 +507,30 @@ func TestWatch(t *testing.T) {
 		}
 		return d.Rule
 	}
-	waitFor(t, "initial load", func() bool { return rule() == "one" })
+	ruleIs := func(want string) func() error {
+		return func() error {
+			if got := rule(); got != want {
+				return fmt.Errorf("rule %q, want %q", got, want)
+			}
+			return nil
+		}
+	}
+	wait.Eventually(t, 10*time.Second, "initial load", ruleIs("one"))
 
 	writeFile(t, file, policy("two"))
-	waitFor(t, "changed policy", func() bool { return rule() == "two" })
+	wait.Eventually(t, 10*time.Second, "changed policy", ruleIs("two"))
 	good := e.Revision()
 
 	writeFile(t, file, "package driftguard\n\ndecision := {\n")
-	waitFor(t, "error logged", func() bool { return sink.count("keeping the last good policy") > 0 })
-	time.Sleep(50 * time.Millisecond) // several more polls of the same bad content
+	wait.Eventually(t, 10*time.Second, "error logged", func() error {
+		if sink.count("keeping the last good policy") == 0 {
+			return errors.New("not logged yet")
+		}
+		return nil
+	})
+	// Part of the scenario, not a wait: the watcher polls every 5 ms, so in
+	// 50 ms it reads the same bad content several more times.
+	time.Sleep(50 * time.Millisecond)
 	if n := sink.count("keeping the last good policy"); n != 1 {
 		t.Errorf("the same bad policy was logged %d times, want once", n)
 	}
@@ -536,7 +542,7 @@ func TestWatch(t *testing.T) {
 	}
 
 	writeFile(t, file, policy("three"))
-	waitFor(t, "fixed policy", func() bool { return rule() == "three" })
+	wait.Eventually(t, 10*time.Second, "fixed policy", ruleIs("three"))
 
 	cancel()
 	select {

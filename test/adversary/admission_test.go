@@ -19,6 +19,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // workload is a Namespace, a Deployment that states what a namespace editor
@@ -110,7 +111,7 @@ func TestEditorDeniedAtAdmission(t *testing.T) {
 				return r.Guard == repo.Guard && r.Type == audit.Decision && r.User == "eve" && r.Action == "deny" &&
 					slices.ContainsFunc(r.Fields, func(f audit.Field) bool { return strings.HasPrefix(f.Path, a.path) })
 			}
-			harness.Eventually(t, 10*time.Second, "eve's denied "+a.name, func() error {
+			wait.Eventually(t, 10*time.Second, "eve's denied "+a.name, func() error {
 				if len(h.Audit.Find(match)) > 0 {
 					return nil
 				}

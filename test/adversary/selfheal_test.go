@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // The namespaces of these tests are ones the webhooks are not registered for
@@ -46,7 +46,7 @@ func TestAdditionsRemoved(t *testing.T) {
 			t.Fatalf("patch %s: %v %s", p, err, out)
 		}
 	}
-	harness.Eventually(t, 20*time.Second, "eve's changes are all undone", func() error {
+	wait.Eventually(t, 20*time.Second, "eve's changes are all undone", func() error {
 		d := deployment(t, ns)
 		spec := d.Spec.Template.Spec
 		switch {
@@ -87,7 +87,7 @@ func TestOwnerReferenceAndFinalizerRemoved(t *testing.T) {
 	if out, err := h.KubectlAs(t, eve, "patch", "configmap", "cfg", "-n", ns, "--type=merge", "-p", patch); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	harness.Eventually(t, 20*time.Second, "owner reference and finalizer removed", func() error {
+	wait.Eventually(t, 20*time.Second, "owner reference and finalizer removed", func() error {
 		var cm corev1.ConfigMap
 		if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg"}, &cm); err != nil {
 			return err
@@ -142,7 +142,7 @@ func TestEditorCannotStopSelfHeal(t *testing.T) {
 
 func waitGreeting(t *testing.T, ns, want string) {
 	t.Helper()
-	harness.Eventually(t, 20*time.Second, "greeting "+want, func() error {
+	wait.Eventually(t, 20*time.Second, "greeting "+want, func() error {
 		var cm corev1.ConfigMap
 		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cfg"}, &cm); err != nil {
 			return err

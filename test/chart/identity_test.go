@@ -20,6 +20,7 @@ import (
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestRBACPerGuardIdentity installs the chart with rbac.clusterWide=false
@@ -113,7 +114,7 @@ func TestRBACPerGuardIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	var msg string
-	harness.Eventually(t, 60*time.Second, "the Guard refuses team-b's object as team-a", func() error {
+	wait.Eventually(t, 60*time.Second, "the Guard refuses team-b's object as team-a", func() error {
 		var cur v1alpha1.Guard
 		if err := admin.Get(context.Background(), client.ObjectKey{Name: "tenant"}, &cur); err != nil {
 			return err
@@ -131,7 +132,7 @@ func TestRBACPerGuardIdentity(t *testing.T) {
 		return nil
 	})
 	t.Logf("Ready condition: %s", msg)
-	harness.Eventually(t, 30*time.Second, "team-a/settings applied as team-a", func() error {
+	wait.Eventually(t, 30*time.Second, "team-a/settings applied as team-a", func() error {
 		out, err := kubectl("get", "configmap", "settings", "-n", "team-a", "-o", "jsonpath={.data.color}")
 		if err != nil || out != "blue" {
 			return fmt.Errorf("team-a/settings: %q %v", out, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 const (
@@ -137,7 +138,7 @@ func TestRBAC(t *testing.T) {
 	}
 
 	// An allowed kind is applied.
-	harness.Eventually(t, 60*time.Second, "guard allowed applies", func() error {
+	wait.Eventually(t, 60*time.Second, "guard allowed applies", func() error {
 		c, err := ready("allowed")
 		if err != nil {
 			return err
@@ -154,7 +155,7 @@ func TestRBAC(t *testing.T) {
 	// A kind the RBAC does not grant: the Guard's Ready condition names the
 	// kind and the permission missing.
 	var msg string
-	harness.Eventually(t, 60*time.Second, "guard denied reports the missing permission", func() error {
+	wait.Eventually(t, 60*time.Second, "guard denied reports the missing permission", func() error {
 		c, err := ready("denied")
 		if err != nil {
 			return err
@@ -183,14 +184,14 @@ func TestRBAC(t *testing.T) {
 	if out, err := kubectl("patch", "configmap", "cluster-settings", "-n", "kube-system", "-p", `{"data":{"region":"us"}}`); err != nil {
 		t.Fatalf("patch kube-system/cluster-settings: %v %s", err, out)
 	}
-	harness.Eventually(t, 30*time.Second, "kube-system/cluster-settings reverted", func() error {
+	wait.Eventually(t, 30*time.Second, "kube-system/cluster-settings reverted", func() error {
 		out, err := kubectl("get", "configmap", "cluster-settings", "-n", "kube-system", "-o", "jsonpath={.data.region}")
 		if err != nil || out != "eu" {
 			return fmt.Errorf("region %q %v", out, err)
 		}
 		return nil
 	})
-	harness.Eventually(t, 30*time.Second, "an Event records the revert", func() error {
+	wait.Eventually(t, 30*time.Second, "an Event records the revert", func() error {
 		out, err := kubectl("get", "events", "-n", "kube-system", "--field-selector", "involvedObject.name=cluster-settings", "-o", "name")
 		if err != nil || out == "" {
 			return fmt.Errorf("no event: %q %v", out, err)

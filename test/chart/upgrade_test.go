@@ -14,6 +14,7 @@ import (
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestHelmAndTheRunningGuard: the chart installs skeletons of the webhook
@@ -82,7 +83,7 @@ func TestHelmAndTheRunningGuard(t *testing.T) {
 			t.Logf("guard log:\n%s", logs.String())
 		}
 	}()
-	harness.Eventually(t, 30*time.Second, "the guard fills in the webhook configuration", registered)
+	wait.Eventually(t, 30*time.Second, "the guard fills in the webhook configuration", registered)
 	ca, err := kubectl("get", "secret", release+"-webhook-tls", "-n", releaseNS, "-o", `jsonpath={.data.ca\.crt}`)
 	if err != nil || ca == "" {
 		t.Fatalf("the guard did not fill the certificate secret: %v", err)
@@ -106,7 +107,7 @@ func TestHelmAndTheRunningGuard(t *testing.T) {
 	// helm uninstall with the guard still running (its pods outlive the
 	// Deployment for a moment): nothing comes back.
 	helm(t, cluster.AdminKubeconfig, "uninstall", release, "--namespace", releaseNS)
-	harness.Eventually(t, 30*time.Second, "the guard sees the uninstall", func() error {
+	wait.Eventually(t, 30*time.Second, "the guard sees the uninstall", func() error {
 		s := logs.String()
 		if !strings.Contains(s, "webhook configuration deleted while the guard's Deployment is gone") ||
 			!strings.Contains(s, "certificate secret deleted while the guard's Deployment is gone") {

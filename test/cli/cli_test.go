@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // files is a namespace, a ConfigMap and a Deployment in it.
@@ -96,7 +96,7 @@ func TestGetGuards(t *testing.T) {
 	repo := h.NewGuard(t, name, false, files(ns, "hello"))
 	h.WaitApplied(t, name, repo.Initial)
 	var g *v1alpha1.Guard
-	harness.Eventually(t, 30*time.Second, "sync summary", func() error {
+	wait.Eventually(t, 30*time.Second, "sync summary", func() error {
 		g = h.Guard(t, name)
 		if g.Status.Sync == nil || g.Status.Sync.InSync != 3 || g.Status.Health == "" {
 			return fmt.Errorf("status.sync %+v, health %q", g.Status.Sync, g.Status.Health)
@@ -223,7 +223,7 @@ func TestSuspendResume(t *testing.T) {
 	h.WaitApplied(t, name, repo.Initial)
 	// Self-heal reverts a change while the Guard runs.
 	setGreeting(t, ns, "by hand")
-	harness.Eventually(t, 30*time.Second, "self-heal reverts", func() error {
+	wait.Eventually(t, 30*time.Second, "self-heal reverts", func() error {
 		if g := greeting(t, ns); g != "from git" {
 			return fmt.Errorf("greeting %q", g)
 		}
@@ -234,7 +234,7 @@ func TestSuspendResume(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "guard "+name+" suspended") {
 		t.Fatalf("suspend: exit %d\n%s\n%s", code, out, errOut)
 	}
-	harness.Eventually(t, 30*time.Second, "Suspended condition", func() error {
+	wait.Eventually(t, 30*time.Second, "Suspended condition", func() error {
 		g := h.Guard(t, name)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionSuspended)
 		if !g.Spec.Suspend || c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "drift not reverted") {
@@ -262,7 +262,7 @@ func TestSuspendResume(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "guard "+name+" resumed") || !strings.Contains(out, "revision "+repo.Initial+", Ready=True") {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
 	}
-	harness.Eventually(t, 30*time.Second, "drift reverted after resume", func() error {
+	wait.Eventually(t, 30*time.Second, "drift reverted after resume", func() error {
 		if g := greeting(t, ns); g != "from git" {
 			return fmt.Errorf("greeting %q", g)
 		}
@@ -280,7 +280,7 @@ func TestTreeGuard(t *testing.T) {
 	repo := h.NewGuard(t, name, false, files(ns, "from git"), dryrun, noSelfHeal)
 	h.WaitApplied(t, name, repo.Initial)
 	setGreeting(t, ns, "by hand")
-	harness.Eventually(t, 30*time.Second, "drift in status.sync", func() error {
+	wait.Eventually(t, 30*time.Second, "drift in status.sync", func() error {
 		if s := h.Guard(t, name).Status.Sync; s == nil || s.OutOfSync != 1 || s.InSync != 2 {
 			return fmt.Errorf("status.sync %+v", s)
 		}
@@ -347,7 +347,7 @@ func TestEvents(t *testing.T) {
 	}
 
 	var out string
-	harness.Eventually(t, 30*time.Second, "events of the Guard", func() error {
+	wait.Eventually(t, 30*time.Second, "events of the Guard", func() error {
 		var errOut string
 		var code int
 		out, errOut, code = cli(t, "events", "--for", "guard/"+name, "-n", guardNS)

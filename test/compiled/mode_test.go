@@ -19,6 +19,7 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/compiled"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // With --admission-mode=compiled the API server decides, by the compiled
@@ -67,7 +68,7 @@ func TestCompiledMode(t *testing.T) {
 
 	// The webhooks are narrowed to what the policies leave.
 	leftover := "deployments.apps_" + ns + "/listed"
-	harness.Eventually(t, 60*time.Second, "the mutating webhook sees only creates and the leftover", func() error {
+	wait.Eventually(t, 60*time.Second, "the mutating webhook sees only creates and the leftover", func() error {
 		var m admissionregistrationv1.MutatingWebhookConfiguration
 		if err := admin.Get(ctx, types.NamespacedName{Name: webhookName}, &m); err != nil {
 			return err
@@ -124,7 +125,7 @@ func TestCompiledMode(t *testing.T) {
 	records.Wait(t, 30*time.Second, "self-heal reverts the warned edit and names alice", func(r audit.Record) bool {
 		return r.Type == audit.Drift && r.User == "alice" && r.Object.Name == "soft"
 	})
-	harness.Eventually(t, 30*time.Second, "soft is back to Git", func() error {
+	wait.Eventually(t, 30*time.Second, "soft is back to Git", func() error {
 		var cm corev1.ConfigMap
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "soft"}, &cm); err != nil {
 			return err

@@ -19,7 +19,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // answer is what one admission request got.
@@ -178,7 +178,7 @@ func TestParity(t *testing.T) {
 	// has synced, and a rewritten policy (a new shape, a new resource) once
 	// it has loaded it: wait for the last policies the guard wrote.
 	aliceC, warnC := impersonate(t, writers[0])
-	harness.Eventually(t, 60*time.Second, "the API server enforces the compiled policies", func() error {
+	wait.Eventually(t, 60*time.Second, "the API server enforces the compiled policies", func() error {
 		if a := ask(ctx, aliceC, warnC, ns, "c-deny", edits[1]); !a.denied || !strings.Contains(a.text, "ValidatingAdmissionPolicy") {
 			return fmt.Errorf("alice's change: %s %s", a, a.text)
 		}
@@ -195,7 +195,7 @@ func TestParity(t *testing.T) {
 	// The webhook alone: the guard in mode webhook removes the compiled
 	// policies.
 	startGuard(t, dir, "webhook", nil)
-	harness.Eventually(t, 60*time.Second, "the compiled policies are removed", func() error {
+	wait.Eventually(t, 60*time.Second, "the compiled policies are removed", func() error {
 		l, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{LabelSelector: "driftguard.io/compiled=" + webhookName})
 		if err != nil || len(l.Items) > 0 {
 			return fmt.Errorf("%d policies (%v)", len(l.Items), err)
@@ -203,7 +203,7 @@ func TestParity(t *testing.T) {
 		return nil
 	})
 	aliceW, warnW := impersonate(t, writers[0])
-	harness.Eventually(t, 60*time.Second, "the webhook decides", func() error {
+	wait.Eventually(t, 60*time.Second, "the webhook decides", func() error {
 		if a := ask(ctx, aliceW, warnW, ns, "c-deny", edits[1]); !a.denied || !strings.Contains(a.text, "webhook") {
 			return fmt.Errorf("alice's change: %s %s", a, a.text)
 		}

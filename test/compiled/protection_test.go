@@ -27,6 +27,7 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/compiled"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 const webhookName = "driftguard-compiled"
@@ -103,7 +104,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	}
 	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhookName + "-index", Labels: map[string]string{compiled.IndexLabel: webhookName}},
 		Data: map[string]string{compiled.Key("", "configmaps", "victim"): "deny||shop|forged.yaml:1"}}
-	harness.Eventually(t, 30*time.Second, "the index policy out of force", func() error {
+	wait.Eventually(t, 30*time.Second, "the index policy out of force", func() error {
 		return alice.Create(ctx, forged.DeepCopy(), client.DryRunAll)
 	})
 	if err := alice.Create(ctx, forged); err != nil {
@@ -143,7 +144,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	records := &harness.Records{}
 	p := startGuard(t, dir, "both", records)
 	waitIndexed(t, ns, compiled.Key("", "configmaps", "settings"), "config/settings.yaml:1", rev)
-	harness.Eventually(t, 30*time.Second, "the guard drops the entry it did not write", func() error {
+	wait.Eventually(t, 30*time.Second, "the guard drops the entry it did not write", func() error {
 		var ix corev1.ConfigMap
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(forged), &ix); err != nil {
 			return err
@@ -198,7 +199,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	// parameter informer has synced (seconds, on a loaded machine): wait
 	// for that with a server-side dry run, which changes nothing.
 	killed := time.Now()
-	harness.Eventually(t, 60*time.Second, "the API server enforces the compiled policies by itself", func() error {
+	wait.Eventually(t, 60*time.Second, "the API server enforces the compiled policies by itself", func() error {
 		err := kubectl("patch", "configmap", "settings", "--dry-run=server", "--type=merge", "-p", `{"data":{"a":"probe"}}`)
 		if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
 			t.Logf("not yet, %s after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
@@ -287,7 +288,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	if err := alice.Create(ctx, hpa); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 90*time.Second, "the autoscaler scales the managed Deployment", func() error {
+	wait.Eventually(t, 90*time.Second, "the autoscaler scales the managed Deployment", func() error {
 		var d appsv1.Deployment
 		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "scaled"}, &d); err != nil {
 			return err
@@ -319,7 +320,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	if err := admin.Delete(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 60*time.Second, "the deleted Guard leaves the index", func() error {
+	wait.Eventually(t, 60*time.Second, "the deleted Guard leaves the index", func() error {
 		var ix corev1.ConfigMap
 		err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: webhookName + "-index"}, &ix)
 		if err == nil && ix.Data["guard."+guard] != "" {
@@ -332,7 +333,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 // waitIndexed waits until the index of ns holds key from source at rev.
 func waitIndexed(t *testing.T, ns, key, source, rev string) {
 	t.Helper()
-	harness.Eventually(t, 90*time.Second, fmt.Sprintf("index entry %s from %s at %s", key, source, rev[:7]), func() error {
+	wait.Eventually(t, 90*time.Second, fmt.Sprintf("index entry %s from %s at %s", key, source, rev[:7]), func() error {
 		var ix corev1.ConfigMap
 		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: webhookName + "-index"}, &ix); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 func TestDemo(t *testing.T) {
@@ -45,7 +46,7 @@ func TestDemo(t *testing.T) {
 	defer func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}()
-	harness.Eventually(t, 120*time.Second, "demo ready", func() error {
+	wait.Eventually(t, 120*time.Second, "demo ready", func() error {
 		select {
 		case err := <-exited:
 			t.Fatalf("driftguard dev exited: %v\n%s", err, stderr.String())
@@ -65,7 +66,7 @@ func TestDemo(t *testing.T) {
 		return strings.TrimSpace(string(out)), err
 	}
 	// 1. The example really rolls out on the simulated cluster.
-	harness.Eventually(t, 120*time.Second, "web 3/3 available", func() error {
+	wait.Eventually(t, 120*time.Second, "web 3/3 available", func() error {
 		out, err := kubectl("get", "deploy/web", "-n", "shop", "-o", "jsonpath={.status.availableReplicas}")
 		if err != nil || out != "3" {
 			return fmt.Errorf("%q %v", out, err)
@@ -87,7 +88,7 @@ func TestDemo(t *testing.T) {
 	if out, err := kubectl("patch", "configmap", "web-config", "-n", "shop", "-p", `{"data":{"greeting":"hi"}}`); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	harness.Eventually(t, 10*time.Second, "greeting reverted", func() error {
+	wait.Eventually(t, 10*time.Second, "greeting reverted", func() error {
 		out, err := kubectl("get", "configmap", "web-config", "-n", "shop", "-o", "jsonpath={.data.greeting}")
 		if err != nil || out != "hello from Git" {
 			return fmt.Errorf("%q %v", out, err)
@@ -118,7 +119,7 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	harness.Eventually(t, 30*time.Second, "pushed greeting applied", func() error {
+	wait.Eventually(t, 30*time.Second, "pushed greeting applied", func() error {
 		out, err := kubectl("get", "configmap", "web-config", "-n", "shop", "-o", "jsonpath={.data.greeting}")
 		if err != nil || out != "hello from a push" {
 			return fmt.Errorf("%q %v", out, err)
@@ -138,7 +139,7 @@ func TestDemo(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("driftguard dev did not stop on Ctrl-C")
 	}
-	harness.Eventually(t, 10*time.Second, "no process left", func() error {
+	wait.Eventually(t, 10*time.Second, "no process left", func() error {
 		for _, pid := range children {
 			if syscall.Kill(pid, 0) == nil {
 				return fmt.Errorf("process %d still running", pid)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestKubectlChangesAreDenied: a person's scale, edit-style patch, label
@@ -109,7 +109,7 @@ func TestBrokenPolicyKeepsLastGood(t *testing.T) {
 	broken := fmt.Sprintf("%s/broken.rego", policyDir)
 	writeFile(t, broken, "package driftguard\n\ndecision := {\"action\": \n")
 	t.Cleanup(func() { removeFile(t, broken) })
-	harness.Eventually(t, 15*time.Second, "compile error logged with file:line", func() error {
+	wait.Eventually(t, 15*time.Second, "compile error logged with file:line", func() error {
 		return h.LogContains("broken.rego:")
 	})
 	out, err := h.Kubectl(t, "patch", "configmap", "cm", "-n", ns, "--type=merge", "-p", `{"data":{"value":"x"}}`)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // agreeManifests differ in text from what the API server stores: defaults
@@ -98,7 +98,7 @@ func TestThreePathsAgree(t *testing.T) {
 
 	// With the webhook only recording (dryrun), the informer names the same field.
 	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.Enforcement = v1alpha1.EnforcementDryRun })
-	harness.Eventually(t, 30*time.Second, "dryrun in force", func() error {
+	wait.Eventually(t, 30*time.Second, "dryrun in force", func() error {
 		out, err := h.Kubectl(t, cpu("2")...)
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, out)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 func job(ns, name, image string, annotations string) string {
@@ -62,7 +62,7 @@ func TestForceReplacesImmutableChanges(t *testing.T) {
 		"cm.yaml":     configMap(ns, "cm", "two"),
 	})
 	// The Job with the annotation is replaced: a new object with the new image.
-	harness.Eventually(t, 60*time.Second, "forced job replaced", func() error {
+	wait.Eventually(t, 60*time.Second, "forced job replaced", func() error {
 		var j batchv1.Job
 		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "forced"}, &j); err != nil {
 			return err
@@ -164,7 +164,7 @@ spec:
 	if len(g.Status.Failed) != 1 || !strings.Contains(g.Status.Failed[0], "svc.yaml") {
 		t.Fatalf("status.failed = %q", g.Status.Failed)
 	}
-	harness.Eventually(t, 30*time.Second, "retried", func() error {
+	wait.Eventually(t, 30*time.Second, "retried", func() error {
 		if g := h.Guard(t, repo.Guard); g.Status.Retries < 2 {
 			return fmt.Errorf("retries %d", g.Status.Retries)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/reconcile"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 func getConfigMap(t *testing.T, ns, name string) (*corev1.ConfigMap, error) {
@@ -30,7 +30,7 @@ func getConfigMap(t *testing.T, ns, name string) (*corev1.ConfigMap, error) {
 
 func waitValue(t *testing.T, ns, name, want string) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, fmt.Sprintf("configmap %s/%s value %q", ns, name, want), func() error {
+	wait.Eventually(t, 30*time.Second, fmt.Sprintf("configmap %s/%s value %q", ns, name, want), func() error {
 		cm, err := getConfigMap(t, ns, name)
 		if err != nil {
 			return err
@@ -75,7 +75,7 @@ func TestApplyUpdateAndPrune(t *testing.T) {
 	rev := repo.Change(t, "change a, remove b", map[string]string{"a.yaml": configMap(ns, "a", "two")}, "b/b.yaml")
 	h.WaitApplied(t, repo.Guard, rev)
 	waitValue(t, ns, "a", "two")
-	harness.Eventually(t, 30*time.Second, "b pruned", func() error {
+	wait.Eventually(t, 30*time.Second, "b pruned", func() error {
 		if _, err := getConfigMap(t, ns, "b"); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("b still there (err %v)", err)
 		}
@@ -88,7 +88,7 @@ func TestApplyUpdateAndPrune(t *testing.T) {
 		return r.Type == audit.Apply && r.Object.Name == "a" && r.Action == string(reconcile.Configured) && r.Source != nil && r.Source.Revision == rev && r.Source.Path == "a.yaml"
 	})
 	// The same records go to the --audit-file sink.
-	harness.Eventually(t, 10*time.Second, "prune record in the audit file", func() error {
+	wait.Eventually(t, 10*time.Second, "prune record in the audit file", func() error {
 		b, err := os.ReadFile(h.AuditFile)
 		if err != nil {
 			return err
@@ -164,7 +164,7 @@ func TestTwoGuardsOneObject(t *testing.T) {
 	first := h.NewGuard(t, "shared-a", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "from a")})
 	h.WaitApplied(t, first.Guard, first.Initial)
 	second := h.NewGuard(t, "shared-b", true, map[string]string{"cm.yaml": configMap(ns, "cm", "from b")})
-	harness.Eventually(t, 30*time.Second, "second guard reports the conflict", func() error {
+	wait.Eventually(t, 30*time.Second, "second guard reports the conflict", func() error {
 		g := h.Guard(t, second.Guard)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
 		if c == nil || c.Reason != "ObjectConflict" || !strings.Contains(c.Message, "guard shared-a") {

@@ -18,8 +18,8 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitstore"
-	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/sourceserver"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // The tests of this file drive a Guard of each kind of source other than
@@ -46,7 +46,7 @@ func newArtifactGuard(t *testing.T, name string, spec v1alpha1.GuardSpec) {
 func waitNewRevision(t *testing.T, guard, prev string) string {
 	t.Helper()
 	var rev string
-	harness.Eventually(t, 60*time.Second, fmt.Sprintf("guard %s applies a revision other than %q", guard, prev), func() error {
+	wait.Eventually(t, 60*time.Second, fmt.Sprintf("guard %s applies a revision other than %q", guard, prev), func() error {
 		g := h.Guard(t, guard)
 		c := findCondition(g, v1alpha1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionTrue || g.Status.LastAppliedRevision == prev {
@@ -72,7 +72,7 @@ func findCondition(g *v1alpha1.Guard, typ string) *metav1.Condition {
 func noDownloadWhileUnchanged(t *testing.T, f *sourceserver.Front, metadata string) {
 	t.Helper()
 	n := len(f.Requests())
-	harness.Eventually(t, 30*time.Second, "three reconciles of an unchanged source", func() error {
+	wait.Eventually(t, 30*time.Second, "three reconciles of an unchanged source", func() error {
 		if got := f.Since(n); len(got) < 3 {
 			return fmt.Errorf("requests so far: %q", got)
 		}

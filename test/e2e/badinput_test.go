@@ -15,7 +15,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestBrokenYAMLKeepsLastGoodRevision: a commit whose YAML does not parse
@@ -36,7 +36,7 @@ func TestBrokenYAMLKeepsLastGoodRevision(t *testing.T) {
 		"b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: " + ns + "\ndata:\n  value: [unclosed\n",
 	})
 	var g *v1alpha1.Guard
-	harness.Eventually(t, 30*time.Second, "guard stalls on the broken revision", func() error {
+	wait.Eventually(t, 30*time.Second, "guard stalls on the broken revision", func() error {
 		g = h.Guard(t, repo.Guard)
 		stalled := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
 		if g.Status.LastAttemptedRevision != bad || stalled == nil || stalled.Status != metav1.ConditionTrue {
@@ -116,7 +116,7 @@ func TestUnreachableGitLeavesEverythingInPlace(t *testing.T) {
 	h.WaitApplied(t, g.Name, rev)
 
 	_ = front.Close()
-	harness.Eventually(t, 60*time.Second, "guard reports the fetch failure", func() error {
+	wait.Eventually(t, 60*time.Second, "guard reports the fetch failure", func() error {
 		ready := meta.FindStatusCondition(h.Guard(t, g.Name).Status.Conditions, v1alpha1.ConditionReady)
 		if ready == nil || ready.Reason != "FetchFailed" {
 			return fmt.Errorf("ready = %+v", ready)

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // statusSecret is a second notification Secret (--notify-secret takes
@@ -112,7 +112,7 @@ func TestCommitStatuses(t *testing.T) {
 	want := func(sha, state string) {
 		t.Helper()
 		line := fmt.Sprintf("org/%s %s %s %s", name, sha, state, ctx)
-		harness.Eventually(t, 30*time.Second, line, func() error {
+		wait.Eventually(t, 30*time.Second, line, func() error {
 			if n := statuses.count(line); n != 1 {
 				statuses.mu.Lock()
 				defer statuses.mu.Unlock()

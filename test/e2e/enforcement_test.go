@@ -10,7 +10,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 func patchValue(value string) []string {
@@ -126,7 +126,7 @@ func TestBreakGlass(t *testing.T) {
 	h.Audit.Wait(t, 10*time.Second, "revert after TTL", func(r audit.Record) bool {
 		return r.Type == audit.Revert && r.Guard == repo.Guard && r.Rule == "break-glass-expired"
 	})
-	harness.Eventually(t, 10*time.Second, "break-glass annotation cleared", func() error {
+	wait.Eventually(t, 10*time.Second, "break-glass annotation cleared", func() error {
 		cm, err := getConfigMap(t, ns, "cm")
 		if err != nil {
 			return err

@@ -24,6 +24,7 @@ import (
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/redact"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // helmClusterChart needs the cluster: a kubeVersion Helm's default
@@ -110,7 +111,7 @@ func TestHelmFromTheCluster(t *testing.T) {
 
 	// A CRD created just now may be seen only when the guard asks the
 	// cluster again (once a minute): the chart renders again then.
-	harness.Eventually(t, 100*time.Second, "hc-settings rendered with the cluster's capabilities and values", func() error {
+	wait.Eventually(t, 100*time.Second, "hc-settings rendered with the cluster's capabilities and values", func() error {
 		cm, err := getConfigMap(t, ns, "hc-settings")
 		if err != nil {
 			return err
@@ -148,7 +149,7 @@ func TestHelmFromTheCluster(t *testing.T) {
 	if err := h.Admin.Update(ctx, colors); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 30*time.Second, "hc-settings follows the ConfigMap", func() error {
+	wait.Eventually(t, 30*time.Second, "hc-settings follows the ConfigMap", func() error {
 		cm, err := getConfigMap(t, ns, "hc-settings")
 		if err != nil {
 			return err
@@ -231,7 +232,7 @@ func TestClusterCapabilitiesKeptAndRefreshed(t *testing.T) {
 		},
 	}
 	createObjects(t, crd)
-	harness.Eventually(t, 30*time.Second, "the CRD served", func() error {
+	wait.Eventually(t, 30*time.Second, "the CRD served", func() error {
 		_, err := d.ServerResourcesForGroupVersion("capscache.example.com/v1")
 		return err
 	})
@@ -240,7 +241,7 @@ func TestClusterCapabilitiesKeptAndRefreshed(t *testing.T) {
 		t.Fatalf("within the TTL: %p %v, want the kept answer %p", again, err, first)
 	}
 	var fresh *gitstore.Capabilities
-	harness.Eventually(t, 30*time.Second, "the new kind after the TTL", func() error {
+	wait.Eventually(t, 30*time.Second, "the new kind after the TTL", func() error {
 		if fresh, err = cc.Get(ctx); err != nil {
 			return err
 		}

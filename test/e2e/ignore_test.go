@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestIgnoredFieldsAreNotFoughtOver: a field an ignore rule hides may be
@@ -48,7 +48,7 @@ func TestBadIgnoreRuleStallsTheGuard(t *testing.T) {
 		func(s *v1alpha1.GuardSpec) {
 			s.Ignore = []v1alpha1.IgnoreRule{{JSONPointers: []string{"/ok"}}, {JQPathExpressions: []string{".spec["}}}
 		})
-	harness.Eventually(t, 30*time.Second, "guard stalls on the bad rule", func() error {
+	wait.Eventually(t, 30*time.Second, "guard stalls on the bad rule", func() error {
 		g := h.Guard(t, repo.Guard)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
 		if c == nil || c.Reason != "InvalidIgnoreRule" {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/reconcile"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestJobKeepsServerDefaultedLabels: a Job Git gives no labels carries,
@@ -97,7 +97,7 @@ spec:
 	if err != nil || !strings.Contains(out, "Warning:") || !strings.Contains(out, "managed by Git") {
 		t.Fatalf("alice's label removal must be decided by the webhook (warn): %v %s", err, out)
 	}
-	harness.Eventually(t, 30*time.Second, "job-name label put back", func() error {
+	wait.Eventually(t, 30*time.Second, "job-name label put back", func() error {
 		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "migrate"}, &j); err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ spec:
 		func(s *v1alpha1.GuardSpec) { s.Enforcement = v1alpha1.EnforcementWarn })
 	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "PartiallySynced", "1 of 3 objects failed")
 	var g *v1alpha1.Guard
-	harness.Eventually(t, 30*time.Second, "status of what is applied", func() error {
+	wait.Eventually(t, 30*time.Second, "status of what is applied", func() error {
 		g = h.Guard(t, repo.Guard)
 		var kinds []string
 		for _, k := range g.Status.Inventory {

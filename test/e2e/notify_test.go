@@ -16,7 +16,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/notify"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 const notifySecret = "driftguard-notify"
@@ -78,7 +78,7 @@ func TestNotifications(t *testing.T) {
 		}
 		waitValue(t, ns, "cm", "git")
 	}
-	harness.Eventually(t, 20*time.Second, "drift notification", func() error {
+	wait.Eventually(t, 20*time.Second, "drift notification", func() error {
 		got := notifications.find(repo.Guard, notify.Drift)
 		if len(got) != 1 {
 			return fmt.Errorf("%d drift notifications", len(got))
@@ -90,7 +90,7 @@ func TestNotifications(t *testing.T) {
 	})
 
 	repo.Change(t, "break it", map[string]string{"cm.yaml": "kind: ConfigMap\nmetadata: [\n"})
-	harness.Eventually(t, 30*time.Second, "sync-failed notification", func() error {
+	wait.Eventually(t, 30*time.Second, "sync-failed notification", func() error {
 		got := notifications.find(repo.Guard, notify.SyncFailed)
 		if len(got) == 0 {
 			return fmt.Errorf("none yet")

@@ -19,7 +19,7 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // guardNamespace is the guard's own namespace in this suite (the default of
@@ -53,7 +53,7 @@ func namespaceEditor(t *testing.T, user, ns string) string {
 		}
 	}
 	// RBAC takes effect when the API server's authorizer cache has it.
-	harness.Eventually(t, 20*time.Second, user+" can create configmaps in "+ns, func() error {
+	wait.Eventually(t, 20*time.Second, user+" can create configmaps in "+ns, func() error {
 		out, err := h.KubectlAs(t, kc, "auth", "can-i", "create", "configmaps", "-n", ns)
 		if err != nil || out != "yes" {
 			return fmt.Errorf("can-i: %q %v", out, err)
@@ -75,7 +75,7 @@ func inventoryConfigMap(t *testing.T, guard string) (*corev1.ConfigMap, error) {
 func waitInventoryCount(t *testing.T, guard string, n int) *corev1.ConfigMap {
 	t.Helper()
 	var cm *corev1.ConfigMap
-	harness.Eventually(t, 30*time.Second, fmt.Sprintf("inventory of %s holds %d objects", guard, n), func() error {
+	wait.Eventually(t, 30*time.Second, fmt.Sprintf("inventory of %s holds %d objects", guard, n), func() error {
 		var err error
 		if cm, err = inventoryConfigMap(t, guard); err != nil {
 			return err
@@ -169,7 +169,7 @@ func TestPruneOnlyWhatTheGuardApplied(t *testing.T) {
 	// and mine are kept and reported.
 	rev := repo.Change(t, "drop gone and reborn", nil, "gone.yaml", "reborn.yaml")
 	h.WaitApplied(t, guard, rev)
-	harness.Eventually(t, 30*time.Second, "gone pruned", func() error {
+	wait.Eventually(t, 30*time.Second, "gone pruned", func() error {
 		if _, err := getConfigMap(t, ns, "gone"); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("gone still there (err %v)", err)
 		}
@@ -186,7 +186,7 @@ func TestPruneOnlyWhatTheGuardApplied(t *testing.T) {
 	if got := strangerUID("reborn"); got != rebornUID {
 		t.Fatalf("reborn was replaced: UID %s, was %s", got, rebornUID)
 	}
-	harness.Eventually(t, 30*time.Second, "Event NotPruned on the Guard", func() error {
+	wait.Eventually(t, 30*time.Second, "Event NotPruned on the Guard", func() error {
 		var events corev1.EventList
 		if err := h.Admin.List(context.Background(), &events); err != nil {
 			return err
@@ -280,7 +280,7 @@ func TestPruneUpgradeWithoutInventory(t *testing.T) {
 
 	rev := repo.Change(t, "drop gone", nil, "gone.yaml")
 	h.WaitApplied(t, guard, rev)
-	harness.Eventually(t, 30*time.Second, "gone pruned", func() error {
+	wait.Eventually(t, 30*time.Second, "gone pruned", func() error {
 		if _, err := getConfigMap(t, ns, "gone"); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("gone still there (err %v)", err)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/gitstore/sopstest"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // createObjects creates objects the test needs in the cluster (namespaces,
@@ -298,7 +298,7 @@ stringData:
 func waitStalled(t *testing.T, guard, rev string) *metav1.Condition {
 	t.Helper()
 	var ready *metav1.Condition
-	harness.Eventually(t, 30*time.Second, fmt.Sprintf("guard %s stalls on %s", guard, rev), func() error {
+	wait.Eventually(t, 30*time.Second, fmt.Sprintf("guard %s stalls on %s", guard, rev), func() error {
 		g := h.Guard(t, guard)
 		stalled := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
 		ready = meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)

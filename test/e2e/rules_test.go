@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestWebhookRulesFollowGit: the webhook configuration names the resources of
@@ -52,7 +52,7 @@ metadata:
 	if !slices.Contains(ruleResources(webhookConfig(t), "objects.driftguard.io"), "serviceaccounts") {
 		t.Fatalf("serviceaccounts not in the rules after the revision that added one")
 	}
-	harness.Eventually(t, 10*time.Second, "label change on the new kind denied", func() error {
+	wait.Eventually(t, 10*time.Second, "label change on the new kind denied", func() error {
 		out, err := h.Kubectl(t, "label", "serviceaccount", "bot", "-n", ns, "team=b", "--overwrite")
 		if err == nil || !strings.Contains(out, "managed by Git") {
 			return fmt.Errorf("admitted or not by the guard: %v %s", err, out)

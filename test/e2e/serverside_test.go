@@ -24,7 +24,7 @@ import (
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // A ConfigMap whose image a mutating webhook (as Kyverno or a registry
@@ -100,7 +100,7 @@ func startMirrorWebhook(t *testing.T) {
 	t.Cleanup(func() { _ = h.Admin.Delete(context.Background(), cfg) })
 	// Wait until the API server calls it.
 	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mirror-probe", Namespace: "default", Labels: map[string]string{"serverside-test": "mirror"}}, Data: map[string]string{"image": "nginx"}}
-	harness.Eventually(t, 20*time.Second, "mirror webhook active", func() error {
+	wait.Eventually(t, 20*time.Second, "mirror webhook active", func() error {
 		_ = h.Admin.Delete(context.Background(), probe.DeepCopy())
 		p := probe.DeepCopy()
 		if err := h.Admin.Create(context.Background(), p); err != nil {
@@ -149,7 +149,7 @@ func TestServerSideComparison(t *testing.T) {
 		return n
 	}
 	patches, fetches := widgetPatches(), refs()
-	harness.Eventually(t, 30*time.Second, "two more full reconciles", func() error {
+	wait.Eventually(t, 30*time.Second, "two more full reconciles", func() error {
 		if refs() < fetches+2 {
 			return fmt.Errorf("%d fetches so far", refs()-fetches)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // startShard runs the driftguard binary for one shard against
@@ -97,7 +98,7 @@ func TestShards(t *testing.T) {
 		t.Fatal("the shard worked on, or recorded, an unlabelled Guard")
 	}
 
-	harness.Eventually(t, 30*time.Second, "shard metrics", func() error {
+	wait.Eventually(t, 30*time.Second, "shard metrics", func() error {
 		resp, err := http.Get(metricsURL)
 		if err != nil {
 			return err

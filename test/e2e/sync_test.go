@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // waitCondition waits until the Guard's condition has the status and a
@@ -21,7 +21,7 @@ import (
 func waitCondition(t *testing.T, guard, typ string, status metav1.ConditionStatus, reason, msgPart string) *v1alpha1.Guard {
 	t.Helper()
 	var g *v1alpha1.Guard
-	harness.Eventually(t, 60*time.Second, fmt.Sprintf("guard %s %s=%s %s %q", guard, typ, status, reason, msgPart), func() error {
+	wait.Eventually(t, 60*time.Second, fmt.Sprintf("guard %s %s=%s %s %q", guard, typ, status, reason, msgPart), func() error {
 		g = h.Guard(t, guard)
 		c := meta.FindStatusCondition(g.Status.Conditions, typ)
 		if c == nil || c.Status != status || (reason != "" && c.Reason != reason) || !strings.Contains(c.Message, msgPart) {
@@ -123,7 +123,7 @@ func TestSuspend(t *testing.T) {
 		}
 	}
 	setSuspend(true)
-	harness.Eventually(t, 30*time.Second, "suspension observed", func() error {
+	wait.Eventually(t, 30*time.Second, "suspension observed", func() error {
 		if g := h.Guard(t, repo.Guard); g.Status.ObservedGeneration != g.Generation {
 			return fmt.Errorf("generation %d observed %d", g.Generation, g.Status.ObservedGeneration)
 		}
@@ -169,7 +169,7 @@ func TestEmptyRevisionPrunesNothingUnlessAllowed(t *testing.T) {
 	}
 	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.AllowEmpty = true })
 	h.WaitApplied(t, repo.Guard, empty)
-	harness.Eventually(t, 30*time.Second, "everything pruned", func() error {
+	wait.Eventually(t, 30*time.Second, "everything pruned", func() error {
 		for _, name := range []string{"a", "b"} {
 			if _, err := getConfigMap(t, ns, name); err == nil {
 				return fmt.Errorf("%s still exists", name)

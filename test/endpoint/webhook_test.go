@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 const forger = "mallory-forged"
@@ -118,7 +118,7 @@ func TestForgedReviewsRefusedAtTLS(t *testing.T) {
 	// Records and Events are written in order: once those of a later
 	// change are there, any of the forged reviews would be too.
 	deny("by-hand-2")
-	harness.Eventually(t, 20*time.Second, "the Event of alice's second change", func() error {
+	wait.Eventually(t, 20*time.Second, "the Event of alice's second change", func() error {
 		if !strings.Contains(events(t, ns), "by-hand-2") {
 			return fmt.Errorf("no Event yet")
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/reconcile"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // applyObjects is the size of the apply the API server restart and the
@@ -118,7 +118,7 @@ const maxInFlight = 2 * reconcile.DefaultApplyConcurrency
 // lost (applied by a process that was killed before it wrote them).
 func checkApplyRecords(t *testing.T, g *guardProc, ns string, lost int) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, "apply records of every ConfigMap", func() error {
+	wait.Eventually(t, 30*time.Second, "apply records of every ConfigMap", func() error {
 		got := applied(g.records(), ns)
 		if missing := applyObjects - len(got); missing > lost {
 			return fmt.Errorf("%d ConfigMaps have no apply record on stdout (at most %d may be lost)", missing, lost)
@@ -135,7 +135,7 @@ func checkApplyRecords(t *testing.T, g *guardProc, ns string, lost int) {
 		t.Errorf("%d malformed lines in the audit file, first %q", len(bad), bad[0])
 	}
 	// The file sink and stdout take the same batches.
-	harness.Eventually(t, 10*time.Second, "file sink holds what stdout got", func() error {
+	wait.Eventually(t, 10*time.Second, "file sink holds what stdout got", func() error {
 		file, _ = g.fileRecords()
 		return sameRecords(g.records(), file)
 	})

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestAuditFileSinkDiskFull: the audit file is on a full disk (a symlink to
@@ -45,12 +45,12 @@ func TestAuditFileSinkDiskFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	harness.Eventually(t, 60*time.Second, "every ConfigMap back to Git", func() error {
+	wait.Eventually(t, 60*time.Second, "every ConfigMap back to Git", func() error {
 		g.alive()
 		return sameAsGit(ns, wantValues(n, gitValues))
 	})
 	// Every record on stdout.
-	harness.Eventually(t, 30*time.Second, "drift and revert records on stdout", func() error {
+	wait.Eventually(t, 30*time.Second, "drift and revert records on stdout", func() error {
 		recs := g.records()
 		drifts, reverts := byToken(recs, audit.Drift), byToken(recs, audit.Revert)
 		for _, tok := range tokens {
@@ -64,7 +64,7 @@ func TestAuditFileSinkDiskFull(t *testing.T) {
 		return nil
 	})
 	// Reported: metric and log; nothing counted as dropped (stdout took it).
-	harness.Eventually(t, 30*time.Second, "file sink failure reported", func() error {
+	wait.Eventually(t, 30*time.Second, "file sink failure reported", func() error {
 		v, err := g.proc().Metric("driftguard_audit_sink_errors_total", `sink="file"`)
 		if err != nil || v == 0 {
 			return fmt.Errorf("driftguard_audit_sink_errors_total{sink=\"file\"} = %v, %v", v, err)
@@ -75,7 +75,7 @@ func TestAuditFileSinkDiskFull(t *testing.T) {
 		return nil
 	})
 	// And on the Guard, at its next reconcile (interval 30 s).
-	harness.Eventually(t, 75*time.Second, "AuditSinks condition", func() error {
+	wait.Eventually(t, 75*time.Second, "AuditSinks condition", func() error {
 		gd, err := getGuard(name)
 		if err != nil {
 			return err

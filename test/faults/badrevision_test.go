@@ -13,7 +13,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestBrokenFileAmongMany: a revision that drops five files (50 objects),
@@ -52,7 +52,7 @@ func TestBrokenFileAmongMany(t *testing.T) {
 	}
 	brokenLine := 1 + 8*4 + 4 // fifth document (8 lines each with its separator), its labels line
 	var ready *metav1.Condition
-	harness.Eventually(t, 60*time.Second, "revision 2 refused", func() error {
+	wait.Eventually(t, 60*time.Second, "revision 2 refused", func() error {
 		got, err := getGuard(name)
 		if err != nil {
 			return err
@@ -82,7 +82,7 @@ func TestBrokenFileAmongMany(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitValue(t, g, ns, cmName(280), gitValue)
-	harness.Eventually(t, 10*time.Second, "render error record", func() error {
+	wait.Eventually(t, 10*time.Second, "render error record", func() error {
 		for _, r := range g.records() {
 			if r.Type == audit.Error && r.Operation == "RENDER" && r.Source != nil && r.Source.Path == cmFile(13) && r.Source.Line > 0 && r.Source.Revision == rev2 {
 				return nil

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestFailedRevisionAfterRestart: a revision that failed to render is in
@@ -30,7 +30,7 @@ func TestFailedRevisionAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first *v1alpha1.RenderFailure
-	harness.Eventually(t, 60*time.Second, "revision 2 recorded as failed", func() error {
+	wait.Eventually(t, 60*time.Second, "revision 2 recorded as failed", func() error {
 		got, err := getGuard(name)
 		if err != nil {
 			return err
@@ -46,7 +46,7 @@ func TestFailedRevisionAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.start()
-	harness.Eventually(t, 60*time.Second, "the next process reports the recorded failure", func() error {
+	wait.Eventually(t, 60*time.Second, "the next process reports the recorded failure", func() error {
 		g.alive()
 		got, err := getGuard(name)
 		if err != nil {

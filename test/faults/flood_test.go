@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // floodHeapSlack is how far above its baseline the guard's heap may stay
@@ -50,7 +50,7 @@ func TestManualEditFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, webhookName, metav1.DeleteOptions{})
-	harness.Eventually(t, 15*time.Second, "webhook off", func() error {
+	wait.Eventually(t, 15*time.Second, "webhook off", func() error {
 		if err := patchValue(alice, ns, cmName(0), fmt.Sprintf("probe-off-%d", time.Now().UnixNano())); err != nil {
 			return err
 		}
@@ -60,12 +60,12 @@ func TestManualEditFlood(t *testing.T) {
 	peak, _ := g.proc().Mem()
 
 	edits := append(denied, reverted...)
-	harness.Eventually(t, 60*time.Second, "every ConfigMap back to Git", func() error {
+	wait.Eventually(t, 60*time.Second, "every ConfigMap back to Git", func() error {
 		g.alive()
 		return sameAsGit(ns, wantValues(n, gitValues))
 	})
 	var nDenied, nReverted int
-	harness.Eventually(t, 60*time.Second, "every edit recorded", func() error {
+	wait.Eventually(t, 60*time.Second, "every edit recorded", func() error {
 		recs := g.records()
 		decisions, drifts, reverts := byToken(recs, audit.Decision), byToken(recs, audit.Drift), byToken(recs, audit.Revert)
 		nDenied, nReverted = 0, 0
@@ -96,7 +96,7 @@ func TestManualEditFlood(t *testing.T) {
 	}
 
 	var after float64
-	harness.Eventually(t, 60*time.Second, "heap back to its baseline", func() error {
+	wait.Eventually(t, 60*time.Second, "heap back to its baseline", func() error {
 		g.alive()
 		if after, err = g.proc().HeapAfterGC(); err != nil {
 			return err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestGitServerDownBeyondRetryLimit: the Git server goes down (connections
@@ -40,7 +40,7 @@ func TestGitServerDownBeyondRetryLimit(t *testing.T) {
 			_ = git.Resume()
 		}
 	})
-	harness.Eventually(t, 30*time.Second, "Guard reports the fetch failure", func() error {
+	wait.Eventually(t, 30*time.Second, "Guard reports the fetch failure", func() error {
 		got, err := getGuard(name)
 		if err != nil {
 			return err
@@ -97,7 +97,7 @@ func TestGitServerDownBeyondRetryLimit(t *testing.T) {
 // waitValue waits until ConfigMap ns/name has data.value want.
 func waitValue(t *testing.T, g *guardProc, ns, name, want string) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, fmt.Sprintf("%s/%s has value %q", ns, name, want), func() error {
+	wait.Eventually(t, 30*time.Second, fmt.Sprintf("%s/%s has value %q", ns, name, want), func() error {
 		g.alive()
 		got, err := configMapValues(ns)
 		if err != nil {

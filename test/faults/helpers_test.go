@@ -26,6 +26,7 @@ import (
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // webhookName names the webhook configurations of every guard of this suite.
@@ -144,7 +145,7 @@ func (g *guardProc) cleanup() {
 // the API server acts on it: alice's patch of ns/name is denied.
 func (g *guardProc) waitWebhook(ns, name string) {
 	g.t.Helper()
-	harness.Eventually(g.t, 60*time.Second, "webhook denies alice", func() error {
+	wait.Eventually(g.t, 60*time.Second, "webhook denies alice", func() error {
 		g.alive()
 		err := patchValue(alice, ns, name, fmt.Sprintf("probe-%d", time.Now().UnixNano()))
 		if isDenied(err) {
@@ -253,7 +254,7 @@ func getGuard(name string) (*v1alpha1.Guard, error) {
 // waitApplied waits until Guard name is Ready with rev applied and n objects.
 func waitApplied(t *testing.T, g *guardProc, name, rev string, n int, timeout time.Duration) {
 	t.Helper()
-	harness.Eventually(t, timeout, fmt.Sprintf("guard %s Ready with %s and %d objects", name, rev[:7], n), func() error {
+	wait.Eventually(t, timeout, fmt.Sprintf("guard %s Ready with %s and %d objects", name, rev[:7], n), func() error {
 		g.alive()
 		got, err := getGuard(name)
 		if err != nil {
@@ -327,7 +328,7 @@ func wantValues(n int, value func(int) string) map[string]string {
 // waitFor waits until at least n ConfigMaps exist in ns.
 func waitFor(t *testing.T, g *guardProc, ns string, n int) {
 	t.Helper()
-	harness.Eventually(t, 60*time.Second, fmt.Sprintf("%d ConfigMaps in %s", n, ns), func() error {
+	wait.Eventually(t, 60*time.Second, fmt.Sprintf("%d ConfigMaps in %s", n, ns), func() error {
 		g.alive()
 		got, err := countConfigMaps(ns)
 		if err != nil || got < n {

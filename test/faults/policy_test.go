@@ -11,7 +11,7 @@ import (
 
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/policy"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // slowPolicy compiles, and loops over nine million pairs before it decides.
@@ -46,7 +46,7 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 	try := func(what, want string) string {
 		t.Helper()
 		var msg string
-		harness.Eventually(t, 60*time.Second, what, func() error {
+		wait.Eventually(t, 60*time.Second, what, func() error {
 			g.alive()
 			token := fmt.Sprintf("alice-%03d", seq.Add(1))
 			tokens = append(tokens, token)
@@ -64,7 +64,7 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 	decision := func(token string) audit.Record {
 		t.Helper()
 		var rec audit.Record
-		harness.Eventually(t, 10*time.Second, "decision record of "+token, func() error {
+		wait.Eventually(t, 10*time.Second, "decision record of "+token, func() error {
 			recs := byToken(g.records(), audit.Decision)[token]
 			if len(recs) == 0 {
 				return fmt.Errorf("none")
@@ -84,7 +84,7 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "broken.rego"), []byte("package driftguard\n\ndecision := {\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 30*time.Second, "broken policy refused in the log", func() error {
+	wait.Eventually(t, 30*time.Second, "broken policy refused in the log", func() error {
 		if g.proc().LogContains("policy not loaded; keeping the last good policy") && g.proc().LogContains("broken.rego:") {
 			return nil
 		}

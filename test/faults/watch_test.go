@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestWatchExpiredRelist: the guard reaches the API server through a TCP
@@ -72,7 +72,7 @@ func TestWatchExpiredRelist(t *testing.T) {
 	// until here), so a list there is the guard's relist: a LIST request,
 	// or a streaming watch list (client-go's WatchListClient, on by
 	// default), which the API server counts apart.
-	harness.Eventually(t, 60*time.Second, "the guard relists ConfigMaps", func() error {
+	wait.Eventually(t, 60*time.Second, "the guard relists ConfigMaps", func() error {
 		g.alive()
 		lists, err := apiMetric(ctx, "apiserver_request_total", `verb="LIST"`, `resource="configmaps"`)
 		if err != nil {
@@ -104,11 +104,11 @@ func TestWatchExpiredRelist(t *testing.T) {
 		t.Fatalf("a watch from resourceVersion %s after the restart did not expire", before.ResourceVersion)
 	}
 	w.Stop()
-	harness.Eventually(t, 60*time.Second, "every ConfigMap as in Git", func() error {
+	wait.Eventually(t, 60*time.Second, "every ConfigMap as in Git", func() error {
 		g.alive()
 		return sameAsGit(ns, wantValues(n, gitValues))
 	})
-	harness.Eventually(t, 30*time.Second, "every change in the gap recorded", func() error {
+	wait.Eventually(t, 30*time.Second, "every change in the gap recorded", func() error {
 		recs := g.records()
 		drifts, reverts := byToken(recs, audit.Drift), byToken(recs, audit.Revert)
 		for _, tok := range tokens {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/gitserver"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // Repo is a Git repository a test owns, and the Guard that applies it.
@@ -74,7 +75,7 @@ func (h *Harness) Guard(t testing.TB, name string) *v1alpha1.Guard {
 func (h *Harness) WaitApplied(t testing.TB, name, rev string) *v1alpha1.Guard {
 	t.Helper()
 	var g *v1alpha1.Guard
-	Eventually(t, 60*time.Second, fmt.Sprintf("guard %s applies %s", name, rev), func() error {
+	wait.Eventually(t, 60*time.Second, fmt.Sprintf("guard %s applies %s", name, rev), func() error {
 		g = h.Guard(t, name)
 		ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
 		if ready == nil || ready.Status != metav1.ConditionTrue || g.Status.LastAppliedRevision != rev {
@@ -131,7 +132,7 @@ func (h *Harness) refsRequests(repo string) int {
 func (h *Harness) WaitReconciles(t testing.TB, repo string, n int) {
 	t.Helper()
 	start := h.refsRequests(repo)
-	Eventually(t, 60*time.Second, fmt.Sprintf("%d more reconciles of %s", n, repo), func() error {
+	wait.Eventually(t, 60*time.Second, fmt.Sprintf("%d more reconciles of %s", n, repo), func() error {
 		if got := h.refsRequests(repo) - start; got < n {
 			return fmt.Errorf("%d so far", got)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // Harness is one running control plane, Git server and guard.
@@ -194,19 +195,20 @@ func (h *Harness) start(o Options) error {
 
 // waitWebhook waits until the guard registered its webhook configuration.
 func (h *Harness) waitWebhook(ctx context.Context, name string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	err := wait.Until(60*time.Second, func() error {
 		select {
 		case err := <-h.done:
-			return fmt.Errorf("guard stopped before registering its webhook: %v", err)
+			h.done <- err // Stop waits for it too
+			return fmt.Errorf("guard stopped before registering its webhook: %w", err)
 		default:
 		}
-		if _, _, err := h.Cluster.Kubectl(ctx, h.Cluster.AdminKubeconfig, "get", "validatingwebhookconfiguration", name); err == nil {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
+		_, _, err := h.Cluster.Kubectl(ctx, h.Cluster.AdminKubeconfig, "get", "validatingwebhookconfiguration", name)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("webhook configuration %s not registered within 60s (see %s): %w", name, filepath.Join(h.Dir, "guard.log"), err)
 	}
-	return fmt.Errorf("webhook configuration %s not registered within 60s; see %s", name, filepath.Join(h.Dir, "guard.log"))
+	return nil
 }
 
 // Stop stops the guard, the Git server and the cluster.
@@ -244,22 +246,6 @@ func (h *Harness) KubectlAs(t testing.TB, kubeconfig string, args ...string) (st
 	defer cancel()
 	out, errOut, err := h.Cluster.Kubectl(ctx, kubeconfig, args...)
 	return strings.TrimSpace(out + errOut), err
-}
-
-// Eventually polls cond until it returns nil or the timeout passes.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		if last = cond(); last == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // RandomToken returns a fresh secret, e.g. for the push receiver.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // Records is an io.Writer that keeps the audit JSON lines the guard writes.
@@ -63,7 +64,7 @@ func (r *Records) Find(match func(audit.Record) bool) []audit.Record {
 func (r *Records) Wait(t testing.TB, timeout time.Duration, what string, match func(audit.Record) bool) audit.Record {
 	t.Helper()
 	var found audit.Record
-	Eventually(t, timeout, "audit record "+what, func() error {
+	wait.Eventually(t, timeout, "audit record "+what, func() error {
 		if recs := r.Find(match); len(recs) > 0 {
 			found = recs[0]
 			return nil

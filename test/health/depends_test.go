@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // Guard B depends on Guard A, which waits for its Deployment: A stays
@@ -42,7 +42,7 @@ func TestWaitAndDependsOn(t *testing.T) {
 	// ConfigMap is read before A, so a ConfigMap that exists while A,
 	// read after it, is not ready is a violation.
 	var bObjectsAt time.Time
-	harness.Eventually(t, 90*time.Second, "A Ready and Healthy", func() error {
+	wait.Eventually(t, 90*time.Second, "A Ready and Healthy", func() error {
 		var cm corev1.ConfigMap
 		err := h.Admin.Get(ctx, client.ObjectKey{Namespace: b, Name: "after-a"}, &cm)
 		switch {
@@ -111,7 +111,7 @@ func TestDependsOnCycle(t *testing.T) {
 	h.NewGuard(t, "hd-cycle-x", true, map[string]string{"namespace.yaml": namespace("hd-cycle-x")}, func(s *v1alpha1.GuardSpec) { s.DependsOn = []string{"hd-cycle-y"} })
 	h.NewGuard(t, "hd-cycle-y", true, map[string]string{"namespace.yaml": namespace("hd-cycle-y")}, func(s *v1alpha1.GuardSpec) { s.DependsOn = []string{"hd-cycle-x"} })
 	for _, name := range []string{"hd-cycle-x", "hd-cycle-y"} {
-		harness.Eventually(t, 30*time.Second, name+" stalled on the cycle", func() error {
+		wait.Eventually(t, 30*time.Second, name+" stalled on the cycle", func() error {
 			g := h.Guard(t, name)
 			st := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
 			if st == nil || st.Status != metav1.ConditionTrue || st.Reason != "DependencyCycle" || !strings.Contains(st.Message, "hd-cycle-x → hd-cycle-y") && !strings.Contains(st.Message, "hd-cycle-y → hd-cycle-x") {
@@ -126,7 +126,7 @@ func TestDependsOnCycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"hd-cycle-y", "hd-cycle-x"} {
-		harness.Eventually(t, 30*time.Second, name+" Ready once the cycle is broken", func() error {
+		wait.Eventually(t, 30*time.Second, name+" Ready once the cycle is broken", func() error {
 			g := h.Guard(t, name)
 			if !meta.IsStatusConditionTrue(g.Status.Conditions, v1alpha1.ConditionReady) || meta.IsStatusConditionTrue(g.Status.Conditions, v1alpha1.ConditionStalled) {
 				return fmt.Errorf("conditions %+v", g.Status.Conditions)

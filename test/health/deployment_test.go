@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 func service(ns, name string) string {
@@ -43,7 +43,7 @@ func TestDeploymentRollout(t *testing.T) {
 
 	applied := rec.await(t, 0, 60*time.Second, "first revision applied", func(s step) bool { return s.Rev == repo.Initial && s.Ready == "True" })
 	var n float64
-	harness.Eventually(t, 10*time.Second, "first reconcile counted", func() error {
+	wait.Eventually(t, 10*time.Second, "first reconcile counted", func() error {
 		if n = reconciles(t, guard); n < 1 {
 			return errNotYet
 		}

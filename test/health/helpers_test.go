@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // requestSync asks for a reconcile of the Guard now, as driftguard sync does
@@ -116,7 +116,7 @@ var errNotYet = fmt.Errorf("not yet")
 // containing substr.
 func expectEvent(t *testing.T, guard, reason, substr string) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, fmt.Sprintf("event %s on guard %s", reason, guard), func() error {
+	wait.Eventually(t, 30*time.Second, fmt.Sprintf("event %s on guard %s", reason, guard), func() error {
 		var list eventsv1.EventList
 		if err := h.Admin.List(context.Background(), &list, client.MatchingFields{"regarding.name": guard}); err != nil {
 			return err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // A HorizontalPodAutoscaler of the simulated cluster's controller manager
@@ -50,7 +50,7 @@ spec:
 		}
 		return *d.Spec.Replicas, nil
 	}
-	harness.Eventually(t, 90*time.Second, "the autoscaler scales to its minimum", func() error {
+	wait.Eventually(t, 90*time.Second, "the autoscaler scales to its minimum", func() error {
 		if n, err := replicas(); err != nil || n != 3 {
 			return fmt.Errorf("replicas %d (%v)", n, err)
 		}

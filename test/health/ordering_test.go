@@ -22,7 +22,7 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/reconcile"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // hookJob is a Job with the given metadata lines (name or generateName,
@@ -84,7 +84,7 @@ func created(t *testing.T, obj client.Object, ns, name string) time.Time {
 func guardReadyAt(t *testing.T, name, rev string, timeout time.Duration) *v1alpha1.Guard {
 	t.Helper()
 	var g *v1alpha1.Guard
-	harness.Eventually(t, timeout, fmt.Sprintf("guard %s Ready and Healthy at %.7s", name, rev), func() error {
+	wait.Eventually(t, timeout, fmt.Sprintf("guard %s Ready and Healthy at %.7s", name, rev), func() error {
 		g = h.Guard(t, name)
 		if !meta.IsStatusConditionTrue(g.Status.Conditions, v1alpha1.ConditionReady) || g.Status.LastAppliedRevision != rev || g.Status.Health != "Healthy" {
 			return fmt.Errorf("revision %.7s health %q conditions %+v", g.Status.LastAppliedRevision, g.Status.Health, g.Status.Conditions)
@@ -99,7 +99,7 @@ func guardReadyAt(t *testing.T, name, rev string, timeout time.Duration) *v1alph
 func guardFailedWith(t *testing.T, name, reason string, want ...string) *metav1.Condition {
 	t.Helper()
 	var c *metav1.Condition
-	harness.Eventually(t, 120*time.Second, fmt.Sprintf("guard %s Ready=False %s", name, reason), func() error {
+	wait.Eventually(t, 120*time.Second, fmt.Sprintf("guard %s Ready=False %s", name, reason), func() error {
 		g := h.Guard(t, name)
 		c = meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
@@ -191,7 +191,7 @@ func TestSyncWaves(t *testing.T) {
 	if err := h.Admin.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("namespace-editor")); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 60*time.Second, "the ConfigMap marked a hook in the cluster reverted", func() error {
+	wait.Eventually(t, 60*time.Second, "the ConfigMap marked a hook in the cluster reverted", func() error {
 		if err := h.Admin.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
 			return err
 		}
@@ -206,7 +206,7 @@ func TestSyncWaves(t *testing.T) {
 	repo.Change(t, "a wave that is not a number", map[string]string{
 		"service.yaml": withAnnotations(service(ns, "web"), ns, "    "+reconcile.ArgoSyncWaveAnnotation+": third\n"),
 	})
-	harness.Eventually(t, 60*time.Second, "guard Stalled InvalidSyncOrder", func() error {
+	wait.Eventually(t, 60*time.Second, "guard Stalled InvalidSyncOrder", func() error {
 		g := h.Guard(t, name)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
 		if c == nil || c.Reason != reconcile.ReasonInvalidSyncOrder {

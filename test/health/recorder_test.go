@@ -15,7 +15,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // step is the state of a Guard's status at one moment, as a watch saw it.
@@ -115,7 +115,7 @@ func (r *recorder) snapshot() []step {
 func (r *recorder) await(t *testing.T, from int, timeout time.Duration, what string, ok func(step) bool) int {
 	t.Helper()
 	found := -1
-	harness.Eventually(t, timeout, fmt.Sprintf("guard %s: %s", r.name, what), func() error {
+	wait.Eventually(t, timeout, fmt.Sprintf("guard %s: %s", r.name, what), func() error {
 		steps := r.snapshot()
 		for i := from; i < len(steps); i++ {
 			if ok(steps[i]) {

@@ -25,6 +25,7 @@ import (
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 var h *harness.Harness
@@ -111,7 +112,7 @@ func configMap(ns, name, value string) string {
 func waitReady(t *testing.T, guard string, status metav1.ConditionStatus, reason string, says ...string) *metav1.Condition {
 	t.Helper()
 	var ready *metav1.Condition
-	harness.Eventually(t, 60*time.Second, fmt.Sprintf("guard %s Ready=%s %s", guard, status, reason), func() error {
+	wait.Eventually(t, 60*time.Second, fmt.Sprintf("guard %s Ready=%s %s", guard, status, reason), func() error {
 		ready = meta.FindStatusCondition(h.Guard(t, guard).Status.Conditions, v1alpha1.ConditionReady)
 		if ready == nil || ready.Status != status || ready.Reason != reason {
 			return fmt.Errorf("Ready: %+v", ready)
@@ -197,7 +198,7 @@ spec:
 		"clusterroles.rbac.authorization.k8s.io cluster-wide",
 		"deployments.apps in namespace "+guardNamespace)
 	t.Logf("Ready: %s", refused.Message)
-	harness.Eventually(t, 30*time.Second, "A's objects applied", func() error {
+	wait.Eventually(t, 30*time.Second, "A's objects applied", func() error {
 		if v := value(t, nsA, "app"); v != "1" {
 			return fmt.Errorf("%s/app: %s", nsA, v)
 		}
@@ -234,7 +235,7 @@ spec:
 		t.Fatal(err)
 	}
 	h.WaitApplied(t, repo.Guard, rev)
-	harness.Eventually(t, 30*time.Second, "gone pruned", func() error {
+	wait.Eventually(t, 30*time.Second, "gone pruned", func() error {
 		if v := value(t, nsA, "gone"); v != "<missing>" {
 			return fmt.Errorf("%s/gone still there: %s", nsA, v)
 		}
@@ -266,14 +267,14 @@ spec:
 	if err := h.Admin.Update(ctx, role); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 60*time.Second, "app reverted once the account may patch", func() error {
+	wait.Eventually(t, 60*time.Second, "app reverted once the account may patch", func() error {
 		if v := value(t, nsA, "app"); v != "1" {
 			return fmt.Errorf("%s/app: %s", nsA, v)
 		}
 		return nil
 	})
 	edit("again")
-	harness.Eventually(t, 30*time.Second, "a new edit reverted", func() error {
+	wait.Eventually(t, 30*time.Second, "a new edit reverted", func() error {
 		if v := value(t, nsA, "app"); v != "1" {
 			return fmt.Errorf("%s/app: %s", nsA, v)
 		}
@@ -308,7 +309,7 @@ func TestMissingServiceAccount(t *testing.T) {
 	if v := value(t, ns, "app"); v != "1" {
 		t.Fatalf("%s/app: %s", ns, v)
 	}
-	harness.Eventually(t, 30*time.Second, "the health check read as the account", func() error {
+	wait.Eventually(t, 30*time.Second, "the health check read as the account", func() error {
 		g := h.Guard(t, repo.Guard)
 		if g.Status.Health != "Unknown" || !strings.Contains(strings.Join(g.Status.Unhealthy, ";"), `User "system:serviceaccount:driftguard-system:nobody" cannot get resource "secrets"`) {
 			return fmt.Errorf("health %s: %v", g.Status.Health, g.Status.Unhealthy)
@@ -332,7 +333,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 	waitReady(t, repo.Guard, metav1.ConditionFalse, "Forbidden",
 		"service account driftguard-system/tenant-default (--default-service-account; user system:serviceaccount:driftguard-system:tenant-default)",
 		"configmaps in namespace "+nsD)
-	harness.Eventually(t, 30*time.Second, "C's object applied", func() error {
+	wait.Eventually(t, 30*time.Second, "C's object applied", func() error {
 		if v := value(t, nsC, "app"); v != "1" {
 			return fmt.Errorf("%s/app: %s", nsC, v)
 		}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftguard/driftguard/certs"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestCertificateRotationUnderLoad: the guard keeps its CA and serving
@@ -43,7 +43,7 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The webhook answers before the load starts.
-	harness.Eventually(t, 30*time.Second, "webhook denies a change to Git's field", func() error {
+	wait.Eventually(t, 30*time.Second, "webhook denies a change to Git's field", func() error {
 		err := patch(alice, "cm0", `{"data":{"value":"hand"}}`, true)
 		if !deniedByGuard(err) {
 			return fmt.Errorf("not denied by the guard: %v", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // guardNS is the guard's own namespace; webhookName names its webhook
@@ -115,7 +116,7 @@ func (e *env) guard(name string, files map[string]string) {
 // waitValue waits until a jsonpath of an object reads want.
 func (e *env) waitValue(timeout time.Duration, want string, args ...string) {
 	e.t.Helper()
-	harness.Eventually(e.t, timeout, fmt.Sprintf("%v reads %q", args, want), func() error {
+	wait.Eventually(e.t, timeout, fmt.Sprintf("%v reads %q", args, want), func() error {
 		out, err := e.kubectl("", append([]string{"get"}, args...)...)
 		if err != nil || out != want {
 			return fmt.Errorf("%q %v", out, err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 var appsFiles = map[string]string{
@@ -39,7 +39,7 @@ func (e *env) patchColor(color string) (string, error) {
 
 func (e *env) waitDenied(what string) {
 	e.t.Helper()
-	harness.Eventually(e.t, 30*time.Second, what, func() error {
+	wait.Eventually(e.t, 30*time.Second, what, func() error {
 		out, err := e.kubectl(e.aliceKC, "patch", "configmap", "settings", "-n", "apps", "--dry-run=server", "-p", `{"data":{"color":"probe"}}`)
 		if err == nil || !strings.Contains(out, "managed by Git") {
 			return fmt.Errorf("not denied by the guard: %v %s", err, out)

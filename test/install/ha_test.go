@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestHAHandOver: two guard processes against one API server, behind one
@@ -41,7 +41,7 @@ func TestHAHandOver(t *testing.T) {
 	flags := []string{"--leader-elect", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
 		"--cert-secret=webhook-tls", "--webhook-url=https://" + front.addr(), "--failure-policy=Ignore"}
 	a := e.startGuard("guard-a", flags...)
-	harness.Eventually(t, 30*time.Second, "guard-a leads", func() error {
+	wait.Eventually(t, 30*time.Second, "guard-a leads", func() error {
 		if a.logCount("Successfully acquired lease") == 0 {
 			return fmt.Errorf("not yet")
 		}
@@ -50,7 +50,7 @@ func TestHAHandOver(t *testing.T) {
 	b := e.startGuard("guard-b", flags...)
 	front.setBackends(a.webhookAddr, b.webhookAddr)
 	e.waitValue(60*time.Second, "blue", "configmap", "settings", "-n", "apps", "-o", "jsonpath={.data.color}")
-	harness.Eventually(t, 30*time.Second, "guard-b follows the Guard's source", func() error {
+	wait.Eventually(t, 30*time.Second, "guard-b follows the Guard's source", func() error {
 		if b.logCount("following a Guard's source") == 0 {
 			return fmt.Errorf("not yet")
 		}
@@ -59,7 +59,7 @@ func TestHAHandOver(t *testing.T) {
 
 	// Both replicas answer, with the Git file in the denial.
 	for _, g := range []*guardProc{a, b} {
-		harness.Eventually(t, 20*time.Second, g.name+" denies a change to Git's field", func() error {
+		wait.Eventually(t, 20*time.Second, g.name+" denies a change to Git's field", func() error {
 			resp, err := reviewColor(e, g.webhookAddr, "red")
 			if err != nil {
 				return err
@@ -85,7 +85,7 @@ func TestHAHandOver(t *testing.T) {
 		t.Fatalf("%v %s", err, out)
 	}
 	e.waitDenied("guard-b answers through the front while no one leads")
-	harness.Eventually(t, 30*time.Second, "guard-b takes over", func() error {
+	wait.Eventually(t, 30*time.Second, "guard-b takes over", func() error {
 		if b.logCount("Successfully acquired lease") == 0 {
 			return fmt.Errorf("not yet")
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestSelfProtection: webhook configurations are not themselves subject to
@@ -37,7 +37,7 @@ func TestSelfProtection(t *testing.T) {
 		}
 		return nil
 	}
-	harness.Eventually(t, 30*time.Second, "webhook denies", deny)
+	wait.Eventually(t, 30*time.Second, "webhook denies", deny)
 
 	protection := func(kind, op string) func(audit.Record) bool {
 		return func(r audit.Record) bool {
@@ -50,7 +50,7 @@ func TestSelfProtection(t *testing.T) {
 		if out, err := e.kubectl(e.aliceKC, "delete", kind, webhookName); err != nil {
 			t.Fatalf("%v %s", err, out)
 		}
-		harness.Eventually(t, 10*time.Second, kind+" restored", func() error {
+		wait.Eventually(t, 10*time.Second, kind+" restored", func() error {
 			_, err := e.kubectl("", "get", kind, webhookName)
 			return err
 		})
@@ -60,7 +60,7 @@ func TestSelfProtection(t *testing.T) {
 		t.Errorf("record of the deletion: %+v", rec)
 	}
 	g.audit.Wait(t, 10*time.Second, "mutating configuration deleted", protection("MutatingWebhookConfiguration", "DELETE"))
-	harness.Eventually(t, 30*time.Second, "webhook denies after the restore", deny)
+	wait.Eventually(t, 30*time.Second, "webhook denies after the restore", deny)
 
 	// kubectl patch of the failure policy, the rules, the CA bundle, the
 	// namespace selector, or a match condition that turns the webhook off:
@@ -83,7 +83,7 @@ func TestSelfProtection(t *testing.T) {
 				e.waitValue(10*time.Second, tc.want, tc.kind, webhookName, "-o", tc.check)
 			}
 			var found audit.Record
-			harness.Eventually(t, 10*time.Second, "protection record of "+tc.field, func() error {
+			wait.Eventually(t, 10*time.Second, "protection record of "+tc.field, func() error {
 				recs := g.audit.Find(protection(kindOf(tc.kind), "UPDATE"))
 				for _, r := range recs[min(before, len(recs)):] {
 					for _, f := range r.Fields {
@@ -98,7 +98,7 @@ func TestSelfProtection(t *testing.T) {
 			if found.Action != "restored" || found.Manager != "kubectl-patch" || found.User != "kubectl-patch" {
 				t.Errorf("record: %+v", found)
 			}
-			harness.Eventually(t, 10*time.Second, "webhook denies after the restore", deny)
+			wait.Eventually(t, 10*time.Second, "webhook denies after the restore", deny)
 		})
 	}
 
@@ -126,7 +126,7 @@ func TestSelfProtection(t *testing.T) {
 	if out, err := e.kubectl("", "delete", "validatingwebhookconfiguration", webhookName); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	harness.Eventually(t, 20*time.Second, "the guard sees the uninstall", func() error {
+	wait.Eventually(t, 20*time.Second, "the guard sees the uninstall", func() error {
 		if g.logCount("not restored") == 0 {
 			return fmt.Errorf("no decision logged yet")
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 var h *harness.Harness
@@ -58,7 +59,7 @@ func TestPolicyFromGit(t *testing.T) {
 	patch := []string{"patch", "configmap", "cm", "-n", "default", "--type=merge", "-p", `{"data":{"value":"by alice"}}`}
 	denied := func(want string) {
 		t.Helper()
-		harness.Eventually(t, 30*time.Second, "denied by "+want, func() error {
+		wait.Eventually(t, 30*time.Second, "denied by "+want, func() error {
 			out, err := h.Kubectl(t, patch...)
 			if err == nil || !strings.Contains(out, want) {
 				return fmt.Errorf("kubectl: %v: %s", err, out)

@@ -22,6 +22,7 @@ import (
 	"github.com/driftguard/driftguard/gitstore/sopstest"
 	"github.com/driftguard/driftguard/redact"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // planted returns a random value that names what it stands for.
@@ -156,7 +157,7 @@ data:
 		return r.Type == audit.Revert && r.Object.Name == "vars"
 	})
 	// Drift left in place (self-heal off), and an apply error that quotes a value.
-	harness.Eventually(t, time.Minute, "the ConfigMap of secrets-bad applied", func() error {
+	wait.Eventually(t, time.Minute, "the ConfigMap of secrets-bad applied", func() error {
 		var cm corev1.ConfigMap
 		return h.Admin.Get(ctx, client.ObjectKey{Namespace: "secrets-bad", Name: "drifted"}, &cm)
 	})
@@ -169,7 +170,7 @@ data:
 	rev := repo.Change(t, "remove extra", nil, "extra.yaml")
 	h.WaitApplied(t, repo.Guard, rev)
 	recs.Wait(t, time.Minute, "prune of extra", func(r audit.Record) bool { return r.Type == audit.Prune && r.Object.Name == "extra" })
-	harness.Eventually(t, time.Minute, "the failure in the status of secrets-bad", func() error {
+	wait.Eventually(t, time.Minute, "the failure in the status of secrets-bad", func() error {
 		g := h.Guard(t, bad.Guard)
 		if c := meta(g, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "Unsupported value") {
 			return fmt.Errorf("ready condition %+v", c)
@@ -179,7 +180,7 @@ data:
 	if c := meta(h.Guard(t, bad.Guard), v1alpha1.ConditionReady); !strings.Contains(c.Message, redact.Marker) {
 		t.Errorf("the Ready condition must quote the API server's error with the value redacted: %s", c.Message)
 	}
-	harness.Eventually(t, time.Minute, "notifications of drift and of the failed sync", func() error {
+	wait.Eventually(t, time.Minute, "notifications of drift and of the failed sync", func() error {
 		var kinds []string
 		for _, b := range notifications.all() {
 			var n struct{ Kind, Guard string }
@@ -201,7 +202,7 @@ data:
 	if err := h.Admin.Update(ctx, suspended); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, time.Minute, "the drift left in place", func() error {
+	wait.Eventually(t, time.Minute, "the drift left in place", func() error {
 		if _, err := h.Kubectl(t, "patch", "configmap", "drifted", "-n", "secrets-bad", "--type=merge", "-p", `{"data":{"password":"edited-again"}}`); err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 const mountsManifests = `apiVersion: v1
@@ -60,7 +60,7 @@ func TestRepeatedVolumeMountIsReverted(t *testing.T) {
 	if len(rec.Fields) != 1 || rec.Fields[0].Path != "/spec/template/spec/containers/0/volumeMounts/0/subPath" || rec.Fields[0].Live != "evil.conf" {
 		t.Fatalf("drift record: %+v", rec.Fields)
 	}
-	harness.Eventually(t, 10*time.Second, "the first mount reverted", func() error {
+	wait.Eventually(t, 10*time.Second, "the first mount reverted", func() error {
 		var d appsv1.Deployment
 		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: "mounts", Name: "web"}, &d); err != nil {
 			return err

@@ -24,6 +24,7 @@ import (
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 var h *harness.Harness
@@ -85,7 +86,7 @@ func configMap(t *testing.T, ns string) (*corev1.ConfigMap, error) {
 
 func waitGreeting(t *testing.T, ns, want string) {
 	t.Helper()
-	harness.Eventually(t, 10*time.Second, "greeting back to "+want, func() error {
+	wait.Eventually(t, 10*time.Second, "greeting back to "+want, func() error {
 		cm, err := configMap(t, ns)
 		if err != nil {
 			return err
@@ -134,7 +135,7 @@ func TestDeletedObjectIsRecreated(t *testing.T) {
 	if out, err := h.Kubectl(t, "delete", "configmap", "cfg", "-n", ns); err != nil {
 		t.Fatalf("delete: %v %s", err, out)
 	}
-	harness.Eventually(t, 10*time.Second, "cfg recreated", func() error {
+	wait.Eventually(t, 10*time.Second, "cfg recreated", func() error {
 		cm, err := configMap(t, ns)
 		if err != nil {
 			return err
@@ -168,7 +169,7 @@ func TestSecretDriftIsRedacted(t *testing.T) {
 			}
 		}
 	}
-	harness.Eventually(t, 10*time.Second, "secret reverted", func() error {
+	wait.Eventually(t, 10*time.Second, "secret reverted", func() error {
 		var s corev1.Secret
 		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "creds"}, &s); err != nil {
 			return err
@@ -192,7 +193,7 @@ func TestSelfHealOffRecordsButKeeps(t *testing.T) {
 	if err := h.Admin.Update(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 10*time.Second, "spec observed", func() error {
+	wait.Eventually(t, 10*time.Second, "spec observed", func() error {
 		g := h.Guard(t, repo.Guard)
 		if g.Status.ObservedGeneration != g.Generation || meta.IsStatusConditionFalse(g.Status.Conditions, v1alpha1.ConditionReady) {
 			return fmt.Errorf("generation %d observed %d", g.Generation, g.Status.ObservedGeneration)
@@ -223,7 +224,7 @@ func TestSelfHealOffRecordsButKeeps(t *testing.T) {
 		t.Fatalf("driftguard diff -f: exit %d\n%s", code, out)
 	}
 	// kubectl get guards shows the drift without waiting for the next full reconcile (interval 1h).
-	harness.Eventually(t, 10*time.Second, "status lists the drifted object", func() error {
+	wait.Eventually(t, 10*time.Second, "status lists the drifted object", func() error {
 		g := h.Guard(t, repo.Guard)
 		if g.Status.DriftedObjects != 1 || len(g.Status.Drifted) != 1 || g.Status.Drifted[0] != "ConfigMap noheal/cfg" {
 			return fmt.Errorf("driftedObjects %d drifted %v", g.Status.DriftedObjects, g.Status.Drifted)
@@ -299,7 +300,7 @@ func TestGlobalIgnoreFile(t *testing.T) {
 	if out, err := h.Kubectl(t, "patch", "configmap", "global", "-n", ns, "--type=merge", "-p", `{"data":{"free":"mine","greeting":"by hand"}}`); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	harness.Eventually(t, 10*time.Second, "greeting reverted, free kept", func() error {
+	wait.Eventually(t, 10*time.Second, "greeting reverted, free kept", func() error {
 		var cm corev1.ConfigMap
 		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "global"}, &cm); err != nil {
 			return err

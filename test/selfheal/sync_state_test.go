@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 func cmYAML(ns, name, data string) string {
@@ -56,7 +56,7 @@ func objectsMetric(t *testing.T, guard string) map[string]float64 {
 func waitSync(t *testing.T, guard string, want v1alpha1.SyncSummary) *v1alpha1.Guard {
 	t.Helper()
 	var g *v1alpha1.Guard
-	harness.Eventually(t, 20*time.Second, fmt.Sprintf("status.sync %+v", want), func() error {
+	wait.Eventually(t, 20*time.Second, fmt.Sprintf("status.sync %+v", want), func() error {
 		g = h.Guard(t, guard)
 		got := g.Status.Sync
 		if got == nil || got.InSync != want.InSync || got.OutOfSync != want.OutOfSync || got.Unknown != want.Unknown {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 const adoptManifests = `# The shop's web tier.
@@ -222,7 +222,7 @@ data:
 			}
 		})
 	}
-	harness.Eventually(t, 5*time.Second, "no commit", func() error {
+	wait.Eventually(t, 5*time.Second, "no commit", func() error {
 		if head := gitRun(t, gitClone(t, repo.URL), "rev-parse", "HEAD"); head != repo.Initial {
 			return fmt.Errorf("a refused adopt pushed %s", head)
 		}

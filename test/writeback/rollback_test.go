@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 func rollbackFiles(greeting string) map[string]string {
@@ -26,7 +26,7 @@ func rollbackFiles(greeting string) map[string]string {
 
 func waitGreeting(t *testing.T, want string) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, "greeting "+want, func() error {
+	wait.Eventually(t, 30*time.Second, "greeting "+want, func() error {
 		var cm corev1.ConfigMap
 		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: "rollback", Name: "cfg"}, &cm); err != nil {
 			return err
@@ -93,7 +93,7 @@ func TestRollback(t *testing.T) {
 	// The normal loop applies it: rev1's data, and rev2's extra ConfigMap pruned.
 	h.WaitApplied(t, repo.Guard, sha)
 	waitGreeting(t, "rev1")
-	harness.Eventually(t, 30*time.Second, "extra pruned", func() error {
+	wait.Eventually(t, 30*time.Second, "extra pruned", func() error {
 		var cm corev1.ConfigMap
 		err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: "rollback", Name: "extra"}, &cm)
 		if err == nil {
