@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/driftguard/driftguard/uninstall"
 )
 
 // Rotator keeps the CA and serving certificate in a Secret current and serves
@@ -91,7 +93,7 @@ func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 	for range 10 {
 		now := r.now()
 		s, err := secrets.Get(ctx, r.Name, metav1.GetOptions{})
-		if (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)) && r.current.Load() != nil && r.uninstalling(ctx) {
+		if (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)) && r.current.Load() != nil && uninstall.After(ctx, r.UninstallGrace, r.Uninstalling) {
 			if !r.uninstallLogged {
 				r.Log.Info("certificate secret deleted while the guard's Deployment is gone (uninstall): not created again", "secret", r.Namespace+"/"+r.Name)
 				r.uninstallLogged = true
@@ -162,23 +164,6 @@ func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 }
 
 const fieldManager = "driftguard"
-
-// uninstalling waits UninstallGrace (2s by default) and asks Uninstalling.
-func (r *Rotator) uninstalling(ctx context.Context) bool {
-	if r.Uninstalling == nil {
-		return false
-	}
-	grace := r.UninstallGrace
-	if grace <= 0 {
-		grace = 2 * time.Second
-	}
-	select {
-	case <-ctx.Done():
-		return true
-	case <-time.After(grace):
-	}
-	return r.Uninstalling(ctx)
-}
 
 // secretOf returns the Secret holding b, based on old when there is one.
 func (r *Rotator) secretOf(old *corev1.Secret, b *Bundle) (*corev1.Secret, error) {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/uninstall"
 )
 
 // Registrar keeps the webhook configurations equal to what the guard wants:
@@ -123,7 +124,7 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 		case <-r.kick:
 		case <-tick.C:
 		}
-		if r.deleted.Load() && r.Uninstalling != nil && r.uninstalling(ctx) {
+		if r.deleted.Load() && uninstall.After(ctx, r.UninstallGrace, r.Uninstalling) {
 			// Asked again at every later tick, so a mistaken "gone" only delays.
 			if !uninstallLogged {
 				r.Log.Info("webhook configuration deleted while the guard's Deployment is gone (uninstall): not restored")
@@ -144,20 +145,6 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 			}
 		}
 	}
-}
-
-// uninstalling waits UninstallGrace, then asks Uninstalling.
-func (r *Registrar) uninstalling(ctx context.Context) bool {
-	grace := r.UninstallGrace
-	if grace <= 0 {
-		grace = 2 * time.Second
-	}
-	select {
-	case <-ctx.Done():
-		return true
-	case <-time.After(grace):
-	}
-	return r.Uninstalling(ctx)
 }
 
 // Sync registers the configurations when the wanted registration changed
