@@ -273,39 +273,11 @@ func runAdopt(ctx context.Context, out, errOut io.Writer, arg string, o *adoptOp
 	if err != nil {
 		return err
 	}
-	gvk, namespaced, err := k.kindFor(kindArg)
+	t, err := findAdoptTarget(ctx, k, kindArg, name, o)
 	if err != nil {
 		return err
 	}
-	if gvk.Group == "" && gvk.Kind == "Secret" {
-		return errors.New("adopt does not write Secret values into Git: change the Secret's source in Git by hand")
-	}
-	ns := ""
-	if namespaced {
-		ns = o.namespace
-		if ns == "" {
-			ns = k.namespace
-		}
-	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(gvk)
-	if err := k.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live); err != nil {
-		return fmt.Errorf("get %s: %w", display(gvk.Kind, ns, name), err)
-	}
-	object := display(gvk.Kind, ns, name)
-	guardName := live.GetLabels()[reconcile.GuardLabel]
-	switch {
-	case o.guard != "" && guardName != "" && guardName != o.guard:
-		return fmt.Errorf("%s carries %s=%s, not %s", object, reconcile.GuardLabel, guardName, o.guard)
-	case o.guard != "":
-		guardName = o.guard
-	case guardName == "":
-		return fmt.Errorf("%s has no %s label: no Guard manages it; name one with --guard", object, reconcile.GuardLabel)
-	}
-	g, err := k.guard(ctx, guardName)
-	if err != nil {
-		return err
-	}
+	g := t.guard
 	rules, err := reconcile.CompileIgnoreRules(g.Spec.Ignore)
 	if err != nil {
 		return fmt.Errorf("guard %s: spec.%w", g.Name, err)
@@ -318,18 +290,18 @@ func runAdopt(ctx context.Context, out, errOut io.Writer, arg string, o *adoptOp
 	if err != nil {
 		return err
 	}
-	annotations := live.GetAnnotations()
+	annotations := t.live.GetAnnotations()
 	reason := annotations[v1alpha1.BreakGlassAnnotation]
 	stamp, stamped := v1alpha1.ParseChangedBy(annotations[v1alpha1.ChangedByAnnotation])
 
 	var last adopted
 	edit := func(_ context.Context, c *gitwrite.Checkout) (string, error) {
-		a, err := adoptInto(c, g, gvk, ns, name, live, rules)
+		a, err := adoptInto(c, g, t.gvk, t.ns, t.name, t.live, rules)
 		if err != nil {
 			return "", err
 		}
 		last = a
-		note := gitwrite.Adoption{Object: object, File: a.file, Line: a.line, Changes: a.changes, Guard: g.Name,
+		note := gitwrite.Adoption{Object: t.object, File: a.file, Line: a.line, Changes: a.changes, Guard: g.Name,
 			Reason: reason, AdoptedBy: user, Summary: o.message}
 		if stamped {
 			note.ChangedBy, note.ChangedAt = stamp.User, stamp.Time
@@ -339,14 +311,14 @@ func runAdopt(ctx context.Context, out, errOut io.Writer, arg string, o *adoptOp
 
 	res, err := o.commit(ctx, out, g, remote, author, 1, edit)
 	if errors.Is(err, gitwrite.ErrNoChange) {
-		fmt.Fprintf(out, "in sync: %s equals Git at %.7s; nothing to adopt\n", object, res.Base)
+		fmt.Fprintf(out, "in sync: %s equals Git at %.7s; nothing to adopt\n", t.object, res.Base)
 		return nil
 	}
 	if err != nil || res == nil {
 		return err
 	}
 	fmt.Fprintf(out, "adopted %d %s of %s into %s (line %d): commit %s on branch %s\n",
-		len(last.changes), plural(len(last.changes), "field", "fields"), object, last.file, last.line, res.SHA, remote.Branch)
+		len(last.changes), plural(len(last.changes), "field", "fields"), t.object, last.file, last.line, res.SHA, remote.Branch)
 	for _, c := range last.changes {
 		fmt.Fprintf(out, "  %s\n", changeText(c))
 	}
@@ -355,14 +327,63 @@ func runAdopt(ctx context.Context, out, errOut io.Writer, arg string, o *adoptOp
 	}
 	if stamped && reason != "" {
 		if left := time.Until(stamp.Time.Add(breakGlassTTL(g))); left < time.Minute {
-			fmt.Fprintf(errOut, "warning: the break-glass TTL of %s %s; if the guard reverts the change before it applies %.7s, its next reconcile puts the adopted values back\n", object, ttlText(left), res.SHA)
+			fmt.Fprintf(errOut, "warning: the break-glass TTL of %s %s; if the guard reverts the change before it applies %.7s, its next reconcile puts the adopted values back\n", t.object, ttlText(left), res.SHA)
 		}
 	}
 	if o.wait <= 0 {
-		fmt.Fprintf(out, "the break-glass annotations stay; once the Guard applies %.7s the object equals Git and nothing is reverted. Remove them then with\n  %s\n", res.SHA, annotateCommand(live))
+		fmt.Fprintf(out, "the break-glass annotations stay; once the Guard applies %.7s the object equals Git and nothing is reverted. Remove them then with\n  %s\n", res.SHA, annotateCommand(t.live))
 		return nil
 	}
-	return clearBreakGlass(ctx, out, errOut, k, g.Name, remote, *res, live, last.desired, rules, o.wait)
+	return clearBreakGlass(ctx, out, errOut, k, g.Name, remote, *res, t.live, last.desired, rules, o.wait)
+}
+
+// adoptTarget is the live object adopt writes into Git, and its Guard.
+type adoptTarget struct {
+	gvk      schema.GroupVersionKind
+	ns, name string
+	object   string // as messages show it
+	live     *unstructured.Unstructured
+	guard    *v1alpha1.Guard
+}
+
+// findAdoptTarget reads the object (kindArg, name) and the Guard that
+// manages it: its label's, which --guard may name but not contradict.
+// Secrets are refused: adopt writes no Secret value into Git.
+func findAdoptTarget(ctx context.Context, k *cluster, kindArg, name string, o *adoptOptions) (adoptTarget, error) {
+	gvk, namespaced, err := k.kindFor(kindArg)
+	if err != nil {
+		return adoptTarget{}, err
+	}
+	if gvk.Group == "" && gvk.Kind == "Secret" {
+		return adoptTarget{}, errors.New("adopt does not write Secret values into Git: change the Secret's source in Git by hand")
+	}
+	ns := ""
+	if namespaced {
+		ns = o.namespace
+		if ns == "" {
+			ns = k.namespace
+		}
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live); err != nil {
+		return adoptTarget{}, fmt.Errorf("get %s: %w", display(gvk.Kind, ns, name), err)
+	}
+	object := display(gvk.Kind, ns, name)
+	guardName := live.GetLabels()[reconcile.GuardLabel]
+	switch {
+	case o.guard != "" && guardName != "" && guardName != o.guard:
+		return adoptTarget{}, fmt.Errorf("%s carries %s=%s, not %s", object, reconcile.GuardLabel, guardName, o.guard)
+	case o.guard != "":
+		guardName = o.guard
+	case guardName == "":
+		return adoptTarget{}, fmt.Errorf("%s has no %s label: no Guard manages it; name one with --guard", object, reconcile.GuardLabel)
+	}
+	g, err := k.guard(ctx, guardName)
+	if err != nil {
+		return adoptTarget{}, err
+	}
+	return adoptTarget{gvk: gvk, ns: ns, name: name, object: object, live: live, guard: g}, nil
 }
 
 // adoptInto renders the Guard's path in a checkout, finds the object,
