@@ -18,6 +18,7 @@ import (
 	"github.com/driftguard/driftguard/drift/schemas"
 	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // object decodes a YAML manifest as Git's object.
@@ -290,17 +291,12 @@ spec:
 	live := map[string]any{"apiVersion": "new.driftguard.io/v1", "kind": "Gizmo", "spec": map[string]any{"tags": []any{"b", "a"}}}
 	drifts := func(want bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			got := drift.Compare(desired, live, drift.Options{Schema: a.Schemas.For(gvk)})
-			if (len(got) != 0) == want {
-				return
+		wait.Eventually(t, 30*time.Second, fmt.Sprintf("reordered tags drift %v", want), func() error {
+			if got := drift.Compare(desired, live, drift.Options{Schema: a.Schemas.For(gvk)}); (len(got) != 0) != want {
+				return fmt.Errorf("drift %v", got)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("reordered tags: drift %v, want drift %v", got, want)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	drifts(false) // a set
 	// The definition changes the list to atomic: read again.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 var (
@@ -46,17 +47,15 @@ func run(m *testing.M) int {
 	}
 	// The API server publishes a new CRD's OpenAPI a moment after it
 	// serves the kind; the tests start once it has.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	if err := wait.Until(time.Minute, func() error {
 		paths, err := disc.OpenAPIV3().Paths()
-		if _, ok := paths["apis/lists.driftguard.io/v1"]; ok && err == nil {
-			break
+		if _, ok := paths["apis/lists.driftguard.io/v1"]; !ok && err == nil {
+			return fmt.Errorf("not among %d paths", len(paths))
 		}
-		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "the OpenAPI of lists.driftguard.io/v1 was not published:", err)
-			return 1
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "the OpenAPI of lists.driftguard.io/v1 was not published:", err)
+		return 1
 	}
 	return m.Run()
 }

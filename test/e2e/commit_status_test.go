@@ -129,8 +129,9 @@ func TestCommitStatuses(t *testing.T) {
 	h.WaitApplied(t, name, fixed)
 	want(fixed, "success")
 
-	// Reconciles every 2 s since: still one status per revision and result.
-	time.Sleep(5 * time.Second)
+	// Two more full reconciles (every 2 s) since: still one status per
+	// revision and result.
+	h.WaitReconciles(t, "org/"+name, 3)
 	for _, l := range []string{first + " success", broken + " failure", fixed + " success"} {
 		if n := statuses.count(fmt.Sprintf("org/%s %s %s", name, l, ctx)); n != 1 {
 			t.Errorf("%d statuses %s, want 1", n, l)

@@ -2,7 +2,6 @@ package health
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,30 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/devenv"
 )
-
-func job(ns, name string, fail bool) string {
-	annotations := ""
-	if fail {
-		annotations = fmt.Sprintf("    metadata:\n      annotations:\n        %s: \"true\"\n", devenv.FailPodAnnotation)
-	}
-	return fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata:
-  name: %s
-  namespace: %s
-spec:
-  backoffLimit: 0
-  template:
-%s    spec:
-      restartPolicy: Never
-      containers:
-        - name: task
-          image: busybox:1.36
-          command: ["true"]
-`, name, ns, annotations)
-}
 
 // A Job that completes makes its Guard Healthy; a Job whose pod fails (the
 // simulated cluster fails pods annotated driftguard.io/test-fail) makes it
@@ -55,7 +31,7 @@ func TestJobs(t *testing.T) {
 			t.Parallel()
 			ns := tc.name
 			rec := record(t, tc.name)
-			h.NewGuard(t, tc.name, true, map[string]string{"namespace.yaml": namespace(ns), "job.yaml": job(ns, "task", tc.fail)},
+			h.NewGuard(t, tc.name, true, map[string]string{"namespace.yaml": namespace(ns), "job.yaml": hookJob(ns, "  name: task", tc.fail)},
 				func(s *v1alpha1.GuardSpec) { s.Interval = metav1.Duration{Duration: time.Hour} })
 			end := rec.await(t, 0, 90*time.Second, tc.want, func(s step) bool { return s.Health == tc.want })
 			seq := rec.healths(0, end+1)

@@ -27,7 +27,8 @@ import (
 
 // hookJob is a Job with the given metadata lines (name or generateName,
 // annotations) whose one pod completes, or fails when fail is set (the
-// simulated cluster fails pods annotated driftguard.io/test-fail).
+// simulated cluster fails pods annotated driftguard.io/test-fail). Not
+// only hooks: TestJobs makes its Guards' Jobs with it.
 func hookJob(ns, meta string, fail bool) string {
 	podMeta := ""
 	if fail {
