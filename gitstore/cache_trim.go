@@ -63,7 +63,7 @@ func (f *Fetcher) emptyCache(rr *remoteRepo, u, why string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("empty Git cache %s (%s): %w", dir, why, err)
 	}
-	repo, fsys, err := f.openCache(u, rr.key, &rr.budget)
+	repo, fsys, err := f.openCache(u, rr.key, &rr.budget, rr.objects)
 	if err != nil {
 		return err
 	}

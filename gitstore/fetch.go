@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,9 @@ type Fetcher struct {
 
 	mu    sync.Mutex
 	repos map[string]*remoteRepo // by Request.CacheKey: URL and credentials
+	// warm are the repositories used last, most recent first: only they
+	// keep decoded objects (maxWarmRepos).
+	warm []*remoteRepo
 }
 
 // remoteRepo is the on-disk cache of one remote, fetched with one set of
@@ -110,6 +114,9 @@ type remoteRepo struct {
 	fs      billy.Filesystem // the repository's folder
 	budget  budget           // what a fetch may still write to it
 	renders RenderCache
+	// objects are the repository's decoded Git objects, emptied when
+	// maxWarmRepos other repositories were used since (Fetcher.warm).
+	objects *cache.ObjectLRU
 }
 
 // NewFetcher returns a Fetcher that keeps its repositories below cacheDir.
@@ -228,10 +235,30 @@ func (f *Fetcher) remote(req Request) *remoteRepo {
 	defer f.mu.Unlock()
 	rr := f.repos[key]
 	if rr == nil {
-		rr = &remoteRepo{key: key, url: req.URL}
+		rr = &remoteRepo{key: key, url: req.URL, objects: cache.NewObjectLRU(objectCacheSize)}
 		f.repos[key] = rr
 	}
+	f.warmUp(rr)
 	return rr
+}
+
+// maxWarmRepos is how many repositories keep their decoded objects: a
+// guard of 100 repositories would otherwise keep up to 100 ×
+// objectCacheSize of objects it reads again only at the next revision.
+const maxWarmRepos = 8
+
+// warmUp makes rr the most recently used repository and empties the object
+// cache of the one that leaves the warm set. The caller holds f.mu.
+func (f *Fetcher) warmUp(rr *remoteRepo) {
+	if i := slices.Index(f.warm, rr); i >= 0 {
+		f.warm = slices.Delete(f.warm, i, i+1)
+	}
+	f.warm = slices.Insert(f.warm, 0, rr)
+	if len(f.warm) > maxWarmRepos {
+		cold := f.warm[maxWarmRepos]
+		f.warm = f.warm[:maxWarmRepos]
+		cold.objects.Clear() // the LRU locks itself: rr.mu is not needed
+	}
 }
 
 // resolve turns req.Ref, or the highest tag in rng when rng is set, into a
@@ -307,7 +334,7 @@ func pickRef(refs []*plumbing.Reference, ref string, rng *semverRange) (plumbing
 // first when it is not there yet.
 func (f *Fetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash plumbing.Hash, refName plumbing.ReferenceName, auth transport.AuthMethod) (*object.Commit, error) {
 	if rr.repo == nil {
-		repo, fs, err := f.openCache(u, rr.key, &rr.budget)
+		repo, fs, err := f.openCache(u, rr.key, &rr.budget, rr.objects)
 		if err != nil {
 			return nil, err
 		}
@@ -370,13 +397,16 @@ const objectCacheSize = 4 * cache.MiByte
 
 // openCache opens, or creates, the bare cache repository of u fetched with
 // the credentials of key (a Request.CacheKey).
-func (f *Fetcher) openCache(u, key string, b *budget) (*git.Repository, billy.Filesystem, error) {
+func (f *Fetcher) openCache(u, key string, b *budget, objs *cache.ObjectLRU) (*git.Repository, billy.Filesystem, error) {
 	dir := f.cacheRepoDir(key)
 	fs := budgetFS{Filesystem: osfs.New(dir), b: b}
 	// go-git's default object cache keeps up to 96 MiB of decoded objects
 	// per repository for as long as the guard runs; rendering reads each
-	// file once per revision, so a small one does.
-	st := filesystem.NewStorage(fs, cache.NewObjectLRU(objectCacheSize))
+	// file once per revision, so a small one does, kept only while the
+	// repository is among the maxWarmRepos used last. A folder opened
+	// again (emptied) starts with none.
+	objs.Clear()
+	st := filesystem.NewStorage(fs, objs)
 	repo, err := git.Open(st, nil)
 	switch {
 	case errors.Is(err, git.ErrRepositoryNotExists):

@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -115,5 +116,51 @@ func TestListingForgottenWhileListing(t *testing.T) {
 		if wantCalls := min(want, 2); calls != wantCalls {
 			t.Fatalf("after get %d: %d listings, want %d", want, calls, wantCalls)
 		}
+	}
+}
+
+// TestObjectCachesOfIdleRepositoriesEmptied: only the maxWarmRepos
+// repositories used last keep decoded objects; one used again reads its
+// pack again and fetches nothing.
+func TestObjectCachesOfIdleRepositoriesEmptied(t *testing.T) {
+	gs := newGitServer(t)
+	f := NewFetcher(t.TempDir(), logr.Discard())
+	type fetched struct {
+		url string
+		rev plumbing.Hash
+	}
+	var repos []fetched
+	for i := range maxWarmRepos + 2 {
+		name := fmt.Sprintf("r%d", i)
+		repo, err := gs.NewRepo(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustPush(t, repo, map[string]string{"cm.yaml": configMap(name)}, "first")
+		rev, _, err := f.Fetch(t.Context(), Request{URL: gs.url(name), Ref: "main"})
+		if err != nil {
+			t.Fatalf("fetch %s: %v", name, err)
+		}
+		repos = append(repos, fetched{gs.url(name), plumbing.NewHash(rev)})
+	}
+	cached := func(i int) bool {
+		f.mu.Lock()
+		rr := f.repos[Request{URL: repos[i].url}.CacheKey()]
+		f.mu.Unlock()
+		_, ok := rr.objects.Get(repos[i].rev)
+		return ok
+	}
+	for i := range repos {
+		if want := i >= len(repos)-maxWarmRepos; cached(i) != want {
+			t.Fatalf("repository %d of %d keeps its commit decoded: %v, want %v", i, len(repos), !want, want)
+		}
+	}
+	packs := gs.packs.Load()
+	rev, snap, err := f.Fetch(t.Context(), Request{URL: repos[0].url, Ref: "main"})
+	if err != nil || plumbing.NewHash(rev) != repos[0].rev || len(snap.Objects) != 1 {
+		t.Fatalf("fetch of an idle repository = %s %v", rev, err)
+	}
+	if n := gs.packs.Load() - packs; n != 0 {
+		t.Fatalf("an idle repository fetched %d packs again", n)
 	}
 }
