@@ -36,7 +36,7 @@ func newAuditLog(mgr manager.Manager, cfg *rest.Config, o Options, out io.Writer
 		sinks = append(sinks, events)
 	}
 	for _, name := range notifySecrets(o.NotifySecret) {
-		n := &notify.Sink{Config: notifyConfig(mgr.GetAPIReader(), o.Namespace, name), Period: o.NotifyPeriod, Log: log.WithName("notify").WithValues("secret", name)}
+		n := &notify.Sink{Config: notify.SecretConfig(mgr.GetAPIReader(), o.Namespace, name), Period: o.NotifyPeriod, Log: log.WithName("notify").WithValues("secret", name)}
 		sinks = append(sinks, audit.NewAsyncSink(n, 256, 1, o.AuditDrainTimeout))
 	}
 	otlp, err := o.otlpSink()

@@ -38,8 +38,10 @@ func addReceiver(mgr manager.Manager, o Options, onPush func(ctx context.Context
 	case o.ReceiverToken == "":
 		log.Error(errors.New("no --receiver-token"), "the push receiver refuses every push: set --receiver-token (or $DRIFTGUARD_RECEIVER_TOKEN), or --receiver-allow-unauthenticated")
 	}
-	receiver := &gitstore.Receiver{Token: o.ReceiverToken, AllowUnauthenticated: o.ReceiverAllowUnauthenticated, Log: log}
-	receiver.OnPush = func(urls []string) { onPush(context.Background(), urls) }
+	receiver := &gitstore.Receiver{
+		Token: o.ReceiverToken, AllowUnauthenticated: o.ReceiverAllowUnauthenticated, Log: log,
+		OnPush: func(urls []string) { onPush(context.Background(), urls) },
+	}
 	return mgr.Add(receiverServer(o.ReceiverAddr, "/hook", receiver, log))
 }
 
