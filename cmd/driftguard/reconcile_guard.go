@@ -40,16 +40,8 @@ its backoff.`,
   driftguard reconcile guard shop --with-source --timeout 5m`,
 		&o.clusterOptions,
 		func(cmd *cobra.Command, names []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			return reconcileRun{
-				withSource: o.withSource, refuseSuspended: true, wait: true, timeout: o.timeout,
-				requested: func(name, request string) string {
-					return fmt.Sprintf("reconcile of guard %s requested (%s)", name, request)
-				},
-			}.each(cmd, c, names)
+			r := reconcileRun{withSource: o.withSource, refuseSuspended: true, wait: true, timeout: o.timeout}
+			return r.each(cmd, &o.clusterOptions, names, "reconcile of guard %s requested (%s)")
 		})
 	sub := cmd.Commands()[0]
 	o.bind(sub, false)
@@ -113,16 +105,8 @@ while the Guard was suspended is reverted by that reconcile.`,
 		`  driftguard resume guard shop`,
 		&o.clusterOptions,
 		func(cmd *cobra.Command, names []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			return reconcileRun{
-				spec: map[string]any{"suspend": false}, wait: o.wait, timeout: o.timeout,
-				requested: func(name, request string) string {
-					return fmt.Sprintf("guard %s resumed (reconcile requested %s)", name, request)
-				},
-			}.each(cmd, c, names)
+			r := reconcileRun{spec: map[string]any{"suspend": false}, wait: o.wait, timeout: o.timeout}
+			return r.each(cmd, &o.clusterOptions, names, "guard %s resumed (reconcile requested %s)")
 		})
 	sub := cmd.Commands()[0]
 	o.bind(sub, false)
@@ -144,13 +128,17 @@ type reconcileRun struct {
 	// and prints the result.
 	wait    bool
 	timeout time.Duration
-	// requested is the line printed once a request is made.
-	requested func(name, request string) string
 }
 
-// each runs r for the Guards named, in order; the exit code is 1 when one
-// of them is not Ready once its request is handled.
-func (r reconcileRun) each(cmd *cobra.Command, c client.Client, names []string) error {
+// each runs r for the Guards named, in order, and prints requested (a
+// format of the Guard's name and the request) once each request is made;
+// the exit code is 1 when one of them is not Ready once its request is
+// handled.
+func (r reconcileRun) each(cmd *cobra.Command, o *clusterOptions, names []string, requested string) error {
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
 	ctx, out := cmd.Context(), cmd.OutOrStdout()
 	allReady := true
 	for _, name := range names {
@@ -167,7 +155,7 @@ func (r reconcileRun) each(cmd *cobra.Command, c client.Client, names []string) 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(out, r.requested(name, request))
+		fmt.Fprintf(out, requested+"\n", name, request)
 		if !r.wait {
 			continue
 		}
