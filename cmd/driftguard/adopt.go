@@ -282,11 +282,7 @@ func runAdopt(ctx context.Context, out, errOut io.Writer, arg string, o *adoptOp
 	if err != nil {
 		return fmt.Errorf("guard %s: spec.%w", g.Name, err)
 	}
-	remote, err := o.remote(ctx, k, g)
-	if err != nil {
-		return err
-	}
-	author, user, err := o.signature(ctx, k)
+	remote, author, user, err := o.pushTo(ctx, k, g)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,21 @@ import (
 	"github.com/driftguard/driftguard/redact"
 )
 
+// pushTo is where adopt and rollback push for g: the branch and its
+// credentials (remote), the commit's author, and the Kubernetes user who
+// runs the command.
+func (o *writeOptions) pushTo(ctx context.Context, k *cluster, g *v1alpha1.Guard) (gitwrite.Remote, gitwrite.Signature, string, error) {
+	remote, err := o.remote(ctx, k, g)
+	if err != nil {
+		return gitwrite.Remote{}, gitwrite.Signature{}, "", err
+	}
+	author, user, err := o.signature(ctx, k)
+	if err != nil {
+		return gitwrite.Remote{}, gitwrite.Signature{}, "", err
+	}
+	return remote, author, user, nil
+}
+
 // commit makes edit on the branch of g's source and pushes it as one
 // commit (Git clones of depth, 0 for the whole history), retried when the
 // branch moved: what adopt and rollback share. With --dry-run it makes the

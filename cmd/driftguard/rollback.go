@@ -60,11 +60,7 @@ func runRollback(ctx context.Context, out, errOut io.Writer, guard string, o *ro
 	if err != nil {
 		return err
 	}
-	remote, err := o.remote(ctx, k, g)
-	if err != nil {
-		return err
-	}
-	author, user, err := o.signature(ctx, k)
+	remote, author, user, err := o.pushTo(ctx, k, g)
 	if err != nil {
 		return err
 	}
