@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
@@ -92,10 +93,7 @@ func NewOTLPSink(o OTLPOptions) (Sink, error) {
 	logger := provider.Logger(otlpScope)
 	return &otlpSink{
 		exporter: exp, provider: provider, coll: coll, target: target,
-		emit: func(ctx context.Context, r Record) {
-			rec := otlpRecord(r)
-			logger.Emit(ctx, rec)
-		},
+		emit: func(ctx context.Context, r Record) { logger.Emit(ctx, otlpRecord(r)) },
 	}, nil
 }
 
@@ -317,7 +315,7 @@ func newOTLPHTTP(ep otlpEndpoint, tlsCfg *tls.Config, headers map[string]string,
 // otlpResource is the resource of every exported record.
 func otlpResource(instance string) *resource.Resource {
 	return resource.NewSchemaless(
-		attrString("service.name", "driftguard"),
-		attrString("service.instance.id", instance),
+		attribute.String("service.name", "driftguard"),
+		attribute.String("service.instance.id", instance),
 	)
 }

@@ -12,9 +12,6 @@ import (
 	otellog "go.opentelemetry.io/otel/log"
 )
 
-// attrString is attribute.String under a name that reads as what it is.
-func attrString(k, v string) attribute.KeyValue { return attribute.String(k, v) }
-
 // otlpRecord maps r to an OTLP log record: its time, a severity by type
 // and action, the Event's message as the body, the event name
 // driftguard.audit.<type>, and one attribute per non-empty field of r
