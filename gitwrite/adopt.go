@@ -81,23 +81,22 @@ func (a Adoption) Message() string {
 		fmt.Fprintf(&b, "  %s: %s → %s\n", c.Path, valueText(c.Desired), live)
 	}
 	b.WriteString("\n")
-	if a.Reason != "" {
-		fmt.Fprintf(&b, "Break-glass-reason: %s\n", oneLine(a.Reason))
+	changedBy := a.ChangedBy
+	if changedBy != "" && !a.ChangedAt.IsZero() {
+		changedBy += " at " + a.ChangedAt.UTC().Format(time.RFC3339)
 	}
-	if a.ChangedBy != "" {
-		if a.ChangedAt.IsZero() {
-			fmt.Fprintf(&b, "Changed-by: %s\n", a.ChangedBy)
-		} else {
-			fmt.Fprintf(&b, "Changed-by: %s at %s\n", a.ChangedBy, a.ChangedAt.UTC().Format(time.RFC3339))
+	writeTrailers(&b, "Break-glass-reason", oneLine(a.Reason), "Changed-by", changedBy, "Adopted-by", a.AdoptedBy, "Guard", a.Guard)
+	return b.String()
+}
+
+// writeTrailers writes the commit message trailers "Key: value", from
+// pairs of key and value, of the values that are not empty.
+func writeTrailers(b *strings.Builder, pairs ...string) {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			fmt.Fprintf(b, "%s: %s\n", pairs[i], pairs[i+1])
 		}
 	}
-	if a.AdoptedBy != "" {
-		fmt.Fprintf(&b, "Adopted-by: %s\n", a.AdoptedBy)
-	}
-	if a.Guard != "" {
-		fmt.Fprintf(&b, "Guard: %s\n", a.Guard)
-	}
-	return b.String()
 }
 
 func valueText(v any) string {

@@ -65,12 +65,7 @@ func (n RollbackNote) Message() string {
 	b.WriteString(summary)
 	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "Restores %s to its state at %s (%s), on top of %s.\n\n", where, n.Target.Hash, firstLine(n.Target.Message), short(n.Base))
-	if n.By != "" {
-		fmt.Fprintf(&b, "Rolled-back-by: %s\n", n.By)
-	}
-	if n.Guard != "" {
-		fmt.Fprintf(&b, "Guard: %s\n", n.Guard)
-	}
+	writeTrailers(&b, "Rolled-back-by", n.By, "Guard", n.Guard)
 	return b.String()
 }
 
