@@ -262,6 +262,8 @@ func TestClusterCapabilitiesKeptAndRefreshed(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc.Discovery = down
+	// Part of the scenario, not a wait: past the TTL the cache asks again,
+	// and finds the API server down.
 	time.Sleep(ttl)
 	if kept, err := cc.Get(ctx); err != nil || kept != fresh {
 		t.Fatalf("discovery failing: %p %v, want the last answer %p", kept, err, fresh)
