@@ -219,7 +219,7 @@ func (s *queryScan) readFile(path string) error {
 		if err != nil {
 			return fmt.Errorf("audit file %s: %w", path, err)
 		}
-		defer zr.Close()
+		defer func() { _ = zr.Close() }() // a read error is already reported
 		in = zr
 	}
 	r := bufio.NewReaderSize(in, 1<<20)
