@@ -87,85 +87,9 @@ func (c *Cluster) startSimulation(ctx context.Context, timing nodeTiming) error 
 		return fmt.Errorf("devenv: service account signing key of the API server: %w", err)
 	}
 
-	ports, err := freePorts(3)
+	comps, err := c.simulationComponents(timing, caFile, saKey)
 	if err != nil {
 		return err
-	}
-	kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2]
-	extraStages, err := c.writeExtraStages()
-	if err != nil {
-		return err
-	}
-
-	kubeconfig := func(user string) (string, error) {
-		path, _, err := c.AddUser(user, []string{"system:masters"})
-		return path, err
-	}
-	kcmKC, err := kubeconfig("system:kube-controller-manager")
-	if err != nil {
-		return err
-	}
-	schedKC, err := kubeconfig("system:kube-scheduler")
-	if err != nil {
-		return err
-	}
-	kwokKC, err := kubeconfig("kwok")
-	if err != nil {
-		return err
-	}
-
-	comps := []component{
-		{
-			name: "kube-controller-manager",
-			args: []string{
-				"--kubeconfig=" + kcmKC,
-				"--authentication-kubeconfig=" + kcmKC,
-				"--authorization-kubeconfig=" + kcmKC,
-				"--bind-address=127.0.0.1",
-				"--secure-port=" + strconv.Itoa(kcmPort),
-				"--cert-dir=" + filepath.Join(c.Dir, "kube-controller-manager"),
-				"--leader-elect=false",
-				"--use-service-account-credentials=false",
-				"--service-account-private-key-file=" + saKey,
-				"--root-ca-file=" + caFile,
-				// Passed through exec, no shell: no quotes around the value.
-				// The node-lifecycle controller stays on; it removes the
-				// node.kubernetes.io/not-ready taint every new node starts with.
-				"--controllers=*,-nodeipam",
-				"--node-monitor-grace-period=" + timing.gracePeriod.String(),
-				"--node-monitor-period=" + timing.monitorPeriod.String(),
-				"--kube-api-qps=100",
-				"--kube-api-burst=200",
-			},
-			healthz: fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort),
-		},
-		{
-			name: "kube-scheduler",
-			args: []string{
-				"--kubeconfig=" + schedKC,
-				"--authentication-kubeconfig=" + schedKC,
-				"--authorization-kubeconfig=" + schedKC,
-				"--bind-address=127.0.0.1",
-				"--secure-port=" + strconv.Itoa(schedPort),
-				"--cert-dir=" + filepath.Join(c.Dir, "kube-scheduler"),
-				"--leader-elect=false",
-			},
-			healthz: fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort),
-		},
-		{
-			name: "kwok",
-			args: []string{
-				"--kubeconfig=" + kwokKC,
-				"--config=" + filepath.Join(c.binDir, kwokStagesFile),
-				"--config=" + extraStages,
-				"--manage-all-nodes=false",
-				"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
-				"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),
-				// A Lease renewed like a kubelet's keeps the node Ready;
-				// without it KWOK heartbeats every 10-20 minutes only.
-				"--node-lease-duration-seconds=" + strconv.Itoa(timing.leaseSeconds),
-			},
-		},
 	}
 	for _, comp := range comps {
 		if err := c.startComponent(comp); err != nil {
@@ -181,6 +105,70 @@ func (c *Cluster) startSimulation(ctx context.Context, timing nodeTiming) error 
 		return fmt.Errorf("devenv: creating node %s: %w", fakeNodeName, err)
 	}
 	return c.waitSimulated(ctx, cs, comps)
+}
+
+// simulationComponents are kube-controller-manager, kube-scheduler and
+// KWOK, each with a kubeconfig of its own and a free port.
+func (c *Cluster) simulationComponents(timing nodeTiming, caFile, saKey string) ([]component, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2]
+	extraStages, err := c.writeExtraStages()
+	if err != nil {
+		return nil, err
+	}
+	var kubeconfigs [3]string
+	for i, user := range []string{"system:kube-controller-manager", "system:kube-scheduler", "kwok"} {
+		if kubeconfigs[i], _, err = c.AddUser(user, []string{"system:masters"}); err != nil {
+			return nil, err
+		}
+	}
+	kcm := c.controlPlaneComponent("kube-controller-manager", kubeconfigs[0], kcmPort,
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file="+saKey,
+		"--root-ca-file="+caFile,
+		// Passed through exec, no shell: no quotes around the value.
+		// The node-lifecycle controller stays on; it removes the
+		// node.kubernetes.io/not-ready taint every new node starts with.
+		"--controllers=*,-nodeipam",
+		"--node-monitor-grace-period="+timing.gracePeriod.String(),
+		"--node-monitor-period="+timing.monitorPeriod.String(),
+		"--kube-api-qps=100",
+		"--kube-api-burst=200",
+	)
+	kwok := component{
+		name: "kwok",
+		args: []string{
+			"--kubeconfig=" + kubeconfigs[2],
+			"--config=" + filepath.Join(c.binDir, kwokStagesFile),
+			"--config=" + extraStages,
+			"--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
+			"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),
+			// A Lease renewed like a kubelet's keeps the node Ready;
+			// without it KWOK heartbeats every 10-20 minutes only.
+			"--node-lease-duration-seconds=" + strconv.Itoa(timing.leaseSeconds),
+		},
+	}
+	return []component{kcm, c.controlPlaneComponent("kube-scheduler", kubeconfigs[1], schedPort), kwok}, nil
+}
+
+// controlPlaneComponent is a kube-controller-manager or kube-scheduler
+// serving on 127.0.0.1:port with kubeconfig for everything, no leader
+// election, its certificates in the cluster's folder, and the extra flags.
+func (c *Cluster) controlPlaneComponent(name, kubeconfig string, port int, extra ...string) component {
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(c.Dir, name),
+		"--leader-elect=false",
+	}
+	return component{name: name, args: append(args, extra...), healthz: fmt.Sprintf("https://127.0.0.1:%d/healthz", port)}
 }
 
 func (c *Cluster) startComponent(comp component) error {
