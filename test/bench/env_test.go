@@ -36,13 +36,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/bench/report"
@@ -77,6 +73,7 @@ func figure(b *testing.B, f report.Figure) {
 // the guard writes to stdout is stamped with the time it reaches this
 // process, so latency is measured on this process's clock as records arrive.
 type env struct {
+	base    *harness.Env // the control plane, Git server and clients below
 	name    string
 	dir     string
 	cluster *devenv.Cluster
@@ -166,33 +163,13 @@ func startEnv(name string) (*env, error) {
 }
 
 func (e *env) start() error {
-	crds := filepath.Join(e.dir, "crds")
-	if err := config.WriteCRDs(crds); err != nil {
-		return err
-	}
-	logFile, err := os.Create(filepath.Join(e.dir, "bench.log"))
+	var err error
+	e.base, err = harness.StartEnv(harness.EnvOptions{Dir: e.dir, QPS: 5000})
 	if err != nil {
 		return err
 	}
-	log := zap.New(zap.WriteTo(logFile))
-	ctrllog.SetLogger(log)
-	if e.cluster, err = devenv.Start(context.Background(), devenv.Options{CRDDirs: []string{crds}, Dir: filepath.Join(e.dir, "cluster"), Log: log}); err != nil {
-		return err
-	}
-	if e.git, err = gitserver.Start(filepath.Join(e.dir, "git")); err != nil {
-		return err
-	}
-	guardKC, _, err := e.cluster.AddUser("driftguard", []string{"system:masters"})
-	if err != nil {
-		return err
-	}
-	adminCfg := fastConfig(e.cluster.Config)
-	if e.admin, err = client.New(adminCfg, client.Options{Scheme: app.Scheme()}); err != nil {
-		return err
-	}
-	if e.kube, err = kubernetes.NewForConfig(adminCfg); err != nil {
-		return err
-	}
+	e.cluster, e.git, e.admin, e.kube = e.base.Cluster, e.base.Git, e.base.Admin, e.base.Kube
+	guardKC := e.base.GuardKubeconfig
 	// DRIFTGUARD_BENCH_AUDIT_EVENTS=false measures without the Event sink.
 	if v := os.Getenv("DRIFTGUARD_BENCH_AUDIT_EVENTS"); v != "" {
 		if e.auditEvents, err = strconv.ParseBool(v); err != nil {
@@ -248,11 +225,8 @@ func (e *env) stop() {
 	if e.guard != nil {
 		_ = e.guard.Stop()
 	}
-	if e.git != nil {
-		_ = e.git.Close()
-	}
-	if e.cluster != nil {
-		_ = e.cluster.Stop()
+	if e.base != nil {
+		e.base.Stop()
 	}
 	if os.Getenv("DRIFTGUARD_KEEP_BENCH") == "" {
 		_ = os.RemoveAll(e.dir)

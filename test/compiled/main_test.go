@@ -9,26 +9,22 @@
 package compiled
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/harness"
 )
 
 var (
+	env     *harness.Env
 	cluster *devenv.Cluster
 	git     *gitserver.Server
 	admin   client.Client
@@ -72,16 +68,6 @@ func start() error {
 	if _, err := harness.Binary(); err != nil {
 		return err
 	}
-	crds := filepath.Join(workDir, "crds")
-	if err := config.WriteCRDs(crds); err != nil {
-		return err
-	}
-	logFile, err := os.Create(filepath.Join(workDir, "test.log"))
-	if err != nil {
-		return err
-	}
-	log := zap.New(zap.WriteTo(logFile))
-	ctrllog.SetLogger(log)
 	// The API server's audit log, which has the compiled policies'
 	// refusals (policy replay reads them back).
 	auditPolicy := filepath.Join(workDir, "audit-policy.yaml")
@@ -97,47 +83,27 @@ rules:
 		return err
 	}
 	apiServerAuditLog = filepath.Join(workDir, "apiserver-audit.log")
-	if cluster, err = devenv.Start(context.Background(), devenv.Options{Simulated: true, CRDDirs: []string{crds}, Dir: filepath.Join(workDir, "cluster"), Log: log,
-		APIServerFlags: map[string]string{"audit-policy-file": auditPolicy, "audit-log-path": apiServerAuditLog}}); err != nil {
+	var err error
+	env, err = harness.StartEnv(harness.EnvOptions{Dir: workDir, Simulated: true,
+		APIServerFlags: map[string]string{"audit-policy-file": auditPolicy, "audit-log-path": apiServerAuditLog}})
+	if err != nil {
 		return err
 	}
-	if git, err = gitserver.Start(filepath.Join(workDir, "git")); err != nil {
+	cluster, git, admin, kube = env.Cluster, env.Git, env.Admin, env.Kube
+	guardKubeconfig, aliceKubeconfig = env.GuardKubeconfig, env.AliceKubeconfig
+	if alice, err = client.New(env.Fast(env.AliceConfig), client.Options{Scheme: app.Scheme()}); err != nil {
 		return err
 	}
-	if guardKubeconfig, _, err = cluster.AddUser("driftguard", []string{"system:masters"}); err != nil {
+	_, cfg, err := cluster.AddUser("sam", []string{"system:masters", "sre"})
+	if err != nil {
 		return err
 	}
-	if admin, err = client.New(fast(cluster.Config), client.Options{Scheme: app.Scheme()}); err != nil {
-		return err
-	}
-	if kube, err = kubernetes.NewForConfig(fast(cluster.Config)); err != nil {
-		return err
-	}
-	var cfg *rest.Config
-	if aliceKubeconfig, cfg, err = cluster.AddUser("alice", []string{"system:masters", "dev"}); err != nil {
-		return err
-	}
-	if alice, err = client.New(fast(cfg), client.Options{Scheme: app.Scheme()}); err != nil {
-		return err
-	}
-	if _, cfg, err = cluster.AddUser("sam", []string{"system:masters", "sre"}); err != nil {
-		return err
-	}
-	sam, err = client.New(fast(cfg), client.Options{Scheme: app.Scheme()})
+	sam, err = client.New(env.Fast(cfg), client.Options{Scheme: app.Scheme()})
 	return err
 }
 
 func stop() {
-	if git != nil {
-		_ = git.Close()
+	if env != nil {
+		env.Stop()
 	}
-	if cluster != nil {
-		_ = cluster.Stop()
-	}
-}
-
-func fast(c *rest.Config) *rest.Config {
-	c = rest.CopyConfig(c)
-	c.QPS, c.Burst = 1000, 1000
-	return c
 }

@@ -242,7 +242,7 @@ func TestParity(t *testing.T) {
 
 func impersonate(t *testing.T, w writer) (client.Client, *warnings) {
 	t.Helper()
-	cfg := fast(cluster.Config)
+	cfg := env.Fast(cluster.Config)
 	// Everyone may write as far as RBAC goes: the policy decides.
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: w.user, Groups: append([]string{"system:masters"}, w.groups...)}
 	warn := &warnings{}

@@ -12,26 +12,20 @@
 package faults
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/harness"
 )
 
 var (
+	env     *harness.Env
 	cluster *devenv.Cluster
 	git     *gitserver.Server
 	admin   client.Client
@@ -72,57 +66,22 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func start() error {
+func start() (err error) {
 	// Build first: a compile error should not wait for a control plane.
 	if _, err := harness.Binary(); err != nil {
 		return err
 	}
-	crds := filepath.Join(workDir, "crds")
-	if err := config.WriteCRDs(crds); err != nil {
-		return err
-	}
-	logFile, err := os.Create(filepath.Join(workDir, "test.log"))
+	env, err = harness.StartEnv(harness.EnvOptions{Dir: workDir})
 	if err != nil {
 		return err
 	}
-	log := zap.New(zap.WriteTo(logFile))
-	ctrllog.SetLogger(log)
-	if cluster, err = devenv.Start(context.Background(), devenv.Options{CRDDirs: []string{crds}, Dir: filepath.Join(workDir, "cluster"), Log: log}); err != nil {
-		return err
-	}
-	if git, err = gitserver.Start(filepath.Join(workDir, "git")); err != nil {
-		return err
-	}
-	if guardKubeconfig, _, err = cluster.AddUser("driftguard", []string{"system:masters"}); err != nil {
-		return err
-	}
-	adminCfg := fast(cluster.Config)
-	if admin, err = client.New(adminCfg, client.Options{Scheme: app.Scheme()}); err != nil {
-		return err
-	}
-	if kube, err = kubernetes.NewForConfig(adminCfg); err != nil {
-		return err
-	}
-	_, aliceCfg, err := cluster.AddUser("alice", []string{"system:masters", "dev"})
-	if err != nil {
-		return err
-	}
-	alice, err = kubernetes.NewForConfig(fast(aliceCfg))
+	cluster, git, admin, kube, guardKubeconfig = env.Cluster, env.Git, env.Admin, env.Kube, env.GuardKubeconfig
+	alice, err = kubernetes.NewForConfig(env.Fast(env.AliceConfig))
 	return err
 }
 
 func stop() {
-	if git != nil {
-		_ = git.Close()
+	if env != nil {
+		env.Stop()
 	}
-	if cluster != nil {
-		_ = cluster.Stop()
-	}
-}
-
-// fast lifts client-go's default 5 QPS.
-func fast(c *rest.Config) *rest.Config {
-	c = rest.CopyConfig(c)
-	c.QPS, c.Burst = 1000, 1000
-	return c
 }
