@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/harness"
@@ -51,32 +50,13 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
-	crds, err := filepath.Abs("../../config/crd")
+	base, err := harness.StartEnv(harness.EnvOptions{Dir: dir})
+	t.Cleanup(base.Stop)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := devenv.Start(context.Background(), devenv.Options{CRDDirs: []string{crds}, Dir: filepath.Join(dir, "cluster")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cluster.Stop() })
-	e := &env{t: t, dir: dir, cluster: cluster}
-	if e.git, err = gitserver.Start(filepath.Join(dir, "git")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.git.Close() })
-	if e.guardKC, _, err = cluster.AddUser("driftguard", []string{"system:masters"}); err != nil {
-		t.Fatal(err)
-	}
-	if e.aliceKC, e.alice, err = cluster.AddUser("alice", []string{"system:masters", "dev"}); err != nil {
-		t.Fatal(err)
-	}
-	if e.admin, err = client.New(cluster.Config, client.Options{Scheme: app.Scheme()}); err != nil {
-		t.Fatal(err)
-	}
-	if e.kube, err = kubernetes.NewForConfig(cluster.Config); err != nil {
-		t.Fatal(err)
-	}
+	e := &env{t: t, dir: dir, cluster: base.Cluster, git: base.Git, admin: base.Admin, kube: base.Kube,
+		guardKC: base.GuardKubeconfig, aliceKC: base.AliceKubeconfig, alice: base.AliceConfig}
 	if out, err := e.kubectl("", "create", "namespace", guardNS); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
