@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/driftguard/driftguard/jsonvalue"
 	"github.com/driftguard/driftguard/redact"
 )
 
@@ -236,7 +237,7 @@ func fileError(p string, err error) error {
 func documentObjects(v any, line int, itemLines []int) ([]*Object, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, errAt(line, "document is a %s, not an object", typeName(v))
+		return nil, errAt(line, "document is a %s, not an object", jsonvalue.Name(v))
 	}
 	kind, _ := m["kind"].(string)
 	if items, isList := m["items"].([]any); isList && (kind == "List" || strings.HasSuffix(kind, "List")) {
@@ -289,20 +290,4 @@ func validate(m map[string]any) error {
 		return fmt.Errorf("object lacks %s", strings.Join(missing, ", "))
 	}
 	return nil
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "list"
-	case string:
-		return "string"
-	case bool:
-		return "bool"
-	case int64, float64:
-		return "number"
-	}
-	return fmt.Sprintf("%T", v)
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/fluxcd/pkg/envsubst/parse"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // SubstituteAnnotation set to "disabled" on an object in Git leaves its
@@ -91,7 +93,7 @@ func (r *renderer) substitute(o *Object) error {
 	}
 	m, ok := docs[0].value.(map[string]any)
 	if !ok {
-		return fmt.Errorf("after substituting variables the object is a %s", typeName(docs[0].value))
+		return fmt.Errorf("after substituting variables the object is a %s", jsonvalue.Name(docs[0].value))
 	}
 	if err := validate(m); err != nil {
 		return fmt.Errorf("after substituting variables: %w", err)

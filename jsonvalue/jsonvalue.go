@@ -68,27 +68,43 @@ func Equal(a, b any) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// Kind names the kind of v for an error message: "null", "a boolean",
-// "a string", "an object", "an array", "a number", or "a" and its Go type.
-func Kind(v any) string {
+// Name names the type of v in a word: "null", "object", "list", "string",
+// "bool", "number", or its Go type.
+func Name(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
 	case map[string]any:
-		return "an object"
+		return "object"
 	case []any:
-		return "an array"
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
 	case json.Number:
-		return "a number"
+		return "number"
 	}
 	if _, ok := Number(v); ok {
-		return "a number"
+		return "number"
 	}
-	return fmt.Sprintf("a %T", v)
+	return fmt.Sprintf("%T", v)
+}
+
+// kinds are the phrases of Kind for the words of Name.
+var kinds = map[string]string{
+	"null": "null", "object": "an object", "list": "an array",
+	"string": "a string", "bool": "a boolean", "number": "a number",
+}
+
+// Kind names the kind of v for an error message: "null", "a boolean",
+// "a string", "an object", "an array", "a number", or "a" and its Go type.
+func Kind(v any) string {
+	n := Name(v)
+	if k, ok := kinds[n]; ok {
+		return k
+	}
+	return "a " + n
 }
 
 // Copy copies v deeply: its objects and arrays are new, so that changing the

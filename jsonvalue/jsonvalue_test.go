@@ -94,6 +94,29 @@ func TestKind(t *testing.T) {
 	}
 }
 
+func TestName(t *testing.T) {
+	tests := []struct {
+		v    any
+		want string
+	}{
+		{nil, "null"},
+		{map[string]any{}, "object"},
+		{[]any{}, "list"},
+		{"x", "string"},
+		{true, "bool"},
+		{int64(1), "number"},
+		{1.5, "number"},
+		{3, "number"},
+		{json.Number("3"), "number"},
+		{[]string{"x"}, "[]string"},
+	}
+	for _, tt := range tests {
+		if got := Name(tt.v); got != tt.want {
+			t.Errorf("Name(%#v) = %q, want %q", tt.v, got, tt.want)
+		}
+	}
+}
+
 func TestCopy(t *testing.T) {
 	orig := map[string]any{"a": []any{map[string]any{"b": 1}}, "c": "d"}
 	cp := Copy(orig).(map[string]any)

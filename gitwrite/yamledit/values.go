@@ -113,7 +113,7 @@ func setValue(v any, tokens []string, val any) (any, error) {
 		}
 		return map[string]any{tokens[0]: next}, nil
 	}
-	return nil, fmt.Errorf("%q is inside a %s, not an object or a list", tokens[0], kindName(v))
+	return nil, fmt.Errorf("%q is inside a %s, not an object or a list", tokens[0], jsonvalue.Name(v))
 }
 
 // deleteValue returns v without the field or element at tokens.
@@ -149,7 +149,7 @@ func deleteValue(v any, tokens []string) (any, error) {
 		x[i] = next
 		return x, nil
 	}
-	return nil, fmt.Errorf("%q is inside a %s, not an object or a list", tokens[0], kindName(v))
+	return nil, fmt.Errorf("%q is inside a %s, not an object or a list", tokens[0], jsonvalue.Name(v))
 }
 
 func index(tok string, n int) (int, error) {
@@ -161,23 +161,4 @@ func index(tok string, n int) (int, error) {
 		return 0, fmt.Errorf("index %d is out of range: the list has %d elements", i, n)
 	}
 	return i, nil
-}
-
-func kindName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "object"
-	case []any:
-		return "list"
-	case string:
-		return "string"
-	case bool:
-		return "bool"
-	}
-	if _, ok := jsonvalue.Number(v); ok {
-		return "number"
-	}
-	return fmt.Sprintf("%T", v)
 }
