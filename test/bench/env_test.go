@@ -43,6 +43,7 @@ import (
 	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/bench/report"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // TestMain only stops the environment a benchmark left running; it starts
@@ -207,15 +208,17 @@ func (e *env) alive() error {
 }
 
 func (e *env) waitWebhook(ctx context.Context) error {
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	err := wait.Until(60*time.Second, func() error {
 		if err := e.alive(); err != nil {
-			return err
+			return wait.Stop(err)
 		}
-		if _, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, e.webhookName, metav1.GetOptions{}); err == nil {
-			return nil
-		}
+		_, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, e.webhookName, metav1.GetOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("webhook configuration %s not registered within 60s: %w", e.webhookName, err)
 	}
-	return fmt.Errorf("webhook configuration %s not registered within 60s", e.webhookName)
+	return nil
 }
 
 func (e *env) stop() {

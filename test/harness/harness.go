@@ -199,7 +199,7 @@ func (h *Harness) waitWebhook(ctx context.Context, name string) error {
 		select {
 		case err := <-h.done:
 			h.done <- err // Stop waits for it too
-			return fmt.Errorf("guard stopped before registering its webhook: %w", err)
+			return wait.Stop(fmt.Errorf("guard stopped before registering its webhook: %w", err))
 		default:
 		}
 		_, _, err := h.Cluster.Kubectl(ctx, h.Cluster.AdminKubeconfig, "get", "validatingwebhookconfiguration", name)

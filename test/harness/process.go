@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // The guard binary is built once per test process.
@@ -224,23 +226,24 @@ func (p *Process) signalAndWait(sig syscall.Signal, wait time.Duration) error {
 
 // WaitHealthy waits until the guard answers on /readyz.
 func (p *Process) WaitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	err := wait.Until(timeout, func() error {
 		if done, err := p.Exited(); done {
-			return err
+			return wait.Stop(err)
 		}
 		resp, err := http.Get("http://" + p.HealthAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("guard %d not healthy within %s (log %s)", p.PID, timeout, p.LogPath)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s", resp.Status)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("guard %d not healthy within %s (log %s): %w", p.PID, timeout, p.LogPath, err)
 	}
+	return nil
 }
 
 // LogContains reports whether the guard's log holds substr.

@@ -9,6 +9,7 @@
 package wait
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -32,13 +33,18 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 }
 
 // Until calls cond until it returns nil and returns nil, or returns cond's
-// last error once timeout has passed. It is Eventually for code that has no
+// last error once timeout has passed, or at once an error of Stop (what
+// waits can no longer come: the process it waits for has exited). It is Eventually for code that has no
 // testing.TB at hand (a TestMain, a setup that returns errors).
 func Until(timeout time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	poll := firstPoll
 	for {
 		err := cond()
+		var stop stopError
+		if errors.As(err, &stop) {
+			return stop.err
+		}
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
@@ -46,3 +52,11 @@ func Until(timeout time.Duration, cond func() error) error {
 		poll = min(2*poll, maxPoll)
 	}
 }
+
+// Stop marks err as final: Until and Eventually return it at once.
+func Stop(err error) error { return stopError{err} }
+
+type stopError struct{ err error }
+
+func (e stopError) Error() string { return e.err.Error() }
+func (e stopError) Unwrap() error { return e.err }

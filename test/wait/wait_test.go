@@ -30,3 +30,15 @@ func TestUntilReturnsTheLastError(t *testing.T) {
 		t.Fatalf("Until with no time: %v after %d calls, want the condition's error after one", err, calls)
 	}
 }
+
+func TestUntilStopsAtAStop(t *testing.T) {
+	gone := errors.New("gone")
+	calls := 0
+	err := Until(time.Minute, func() error {
+		calls++
+		return Stop(gone)
+	})
+	if err != gone || calls != 1 {
+		t.Fatalf("Until: %v after %d calls, want the stopped error after one", err, calls)
+	}
+}
