@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -8,13 +9,17 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -149,13 +154,19 @@ func BenchmarkManyGuards(b *testing.B) {
 		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			b.Fatal(err)
 		}
-		runFleet(b, ctx, r, ns, filepath.Join(dir, fmt.Sprint(i)), guardKC, admin, git, "http://"+front.Addr().String(), gitRequests)
+		runFleet(b, ctx, r, ns, filepath.Join(dir, fmt.Sprint(i)), guardKC, admin, kube, git, "http://"+front.Addr().String(), gitRequests)
+		// The next shape starts from a cluster without this one's Guards: a
+		// guard process reconciles every Guard of its shard, and the first
+		// runs' 1,000 Guards, left in place, doubled the second's work.
+		if err := clearFleet(ctx, admin, kube, ns); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.StopTimer()
 	b.ReportMetric(0, "ns/op")
 }
 
-func runFleet(b *testing.B, ctx context.Context, r fleetRun, ns, dir, guardKC string, admin client.Client, git *gitserver.Server, gitURL string, gitRequests *atomic.Int64) {
+func runFleet(b *testing.B, ctx context.Context, r fleetRun, ns, dir, guardKC string, admin client.Client, kube kubernetes.Interface, git *gitserver.Server, gitURL string, gitRequests *atomic.Int64) {
 	b.Helper()
 	repoOf := func(g int) string { return fmt.Sprintf("%s-r%03d", ns, g%r.repos) }
 	guardName := func(g int) string { return fmt.Sprintf("%s-g%04d", ns, g) }
@@ -200,6 +211,8 @@ func runFleet(b *testing.B, ctx context.Context, r fleetRun, ns, dir, guardKC st
 	}
 	apiBefore, _ := guard.Metric("rest_client_requests_total")
 	gitBefore := gitRequests.Load()
+	serverBefore, _ := apiRequests(ctx, kube)
+	loadStart := loadAvg()
 
 	// Every Guard created at once (16 writers).
 	created := time.Now()
@@ -260,6 +273,14 @@ func runFleet(b *testing.B, ctx context.Context, r fleetRun, ns, dir, guardKC st
 	_, hwm := guard.Mem()
 	apiAfter, _ := guard.Metric("rest_client_requests_total")
 	gitAfter := gitRequests.Load()
+	serverAfter, _ := apiRequests(ctx, kube)
+	loadReady := loadAvg()
+	if pd := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); pd != "" {
+		// What the guard holds once every Guard is Ready.
+		if err := guard.SaveHeapProfile(filepath.Join(pd, ns+"-guard-heap.pprof")); err != nil {
+			b.Logf("heap profile: %v", err)
+		}
+	}
 
 	// One commit that changes every Guard's objects; one push notification
 	// per repository.
@@ -273,6 +294,9 @@ func runFleet(b *testing.B, ctx context.Context, r fleetRun, ns, dir, guardKC st
 	allApplied("one commit to every Guard", revs)
 	update := time.Since(pushed)
 	_, hwm2 := guard.Mem()
+	apiUpdate, _ := guard.Metric("rest_client_requests_total")
+	gitUpdate := gitRequests.Load()
+	serverUpdate, _ := apiRequests(ctx, kube)
 
 	label := fmt.Sprintf("%d Guards, %s", r.guards, r.name)
 	f := report.NewFigure("fleet: "+label+": created → all Ready", ready.Seconds(), "s", report.AtMost, fleetReadyGoal)
@@ -282,6 +306,88 @@ func runFleet(b *testing.B, ctx context.Context, r fleetRun, ns, dir, guardKC st
 	figure(b, withNote(report.NewFigure("fleet: "+label+": peak RSS", max(hwm, hwm2), "MiB", report.AtMost, fleetRSSGoal), "Flux 2.9: 223 MiB for 1,000 Kustomizations"))
 	figure(b, withNote(report.NewFigure("fleet: "+label+": one commit to every Guard → all applied", update.Seconds(), "s", report.AtMost, fleetReadyGoal),
 		fmt.Sprintf("one push notification per repository (%d)", len(revs))))
-	b.Logf("%s: Ready in %s, update in %s, peak RSS %.1f MiB, %d API requests, %d Git requests", label,
-		ready.Round(time.Millisecond), update.Round(time.Millisecond), max(hwm, hwm2), int(apiAfter-apiBefore), gitAfter-gitBefore)
+	figure(b, withNote(report.NewFigure("fleet: "+label+": API requests per Guard, created → all Ready", (apiAfter-apiBefore)/float64(r.guards), "requests", report.AtMost, fleetAPIRequestsGoal),
+		"the guard's rest_client_requests_total; a count, independent of the machine's load"))
+	figure(b, withNote(report.NewFigure("fleet: "+label+": Git requests per Guard, created → all Ready", float64(gitAfter-gitBefore)/float64(r.guards), "requests", report.AtMost, fleetGitRequestsGoal),
+		fmt.Sprintf("HTTP requests at the Git server, %d repositories", r.repos)))
+	b.Logf("%s: Ready in %s (load %s → %s), update in %s (load %s), peak RSS %.1f MiB; created → Ready: %d API requests, %d Git requests; the commit: %d API requests, %d Git requests",
+		label, ready.Round(time.Millisecond), loadStart, loadReady, update.Round(time.Millisecond), loadAvg(), max(hwm, hwm2),
+		int(apiAfter-apiBefore), gitAfter-gitBefore, int(apiUpdate-apiAfter), gitUpdate-gitAfter)
+	b.Logf("%s: API server requests, created → Ready: %s", label, requestsTable(serverBefore, serverAfter))
+	b.Logf("%s: API server requests, the commit: %s", label, requestsTable(serverAfter, serverUpdate))
+}
+
+// Counting goals of BenchmarkManyGuards, per Guard: what one reconcile of a
+// new Guard of 4 objects needs (read and write its inventory, 4 applies,
+// its status, an Event) and one ref listing.
+const (
+	fleetAPIRequestsGoal = 10.0
+	fleetGitRequestsGoal = 1.0
+)
+
+// requestsTable lists the API server's requests between two readings of
+// apiRequests, most first ("PATCH guards/status 1000, ..."). The
+// benchmark's own are among them: the Guards' creation and a list of
+// Guards every 250 ms.
+func requestsTable(before, after map[string]float64) string {
+	type row struct {
+		key string
+		n   int
+	}
+	var rows []row
+	for k, v := range after {
+		if d := int(v - before[k]); d > 0 {
+			rows = append(rows, row{k, d})
+		}
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Or(b.n-a.n, strings.Compare(a.key, b.key)) })
+	parts := make([]string, len(rows))
+	for i, r := range rows {
+		parts[i] = fmt.Sprintf("%s %d", r.key, r.n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// clearFleet deletes the Guards of a run and the objects they applied in
+// ns, and waits until the Guards are gone. Without a controller manager the
+// namespace would never finish deleting, so its objects go one kind at a
+// time (Services have no delete-collection).
+func clearFleet(ctx context.Context, admin client.Client, kube kubernetes.Interface, ns string) error {
+	if err := admin.DeleteAllOf(ctx, &v1alpha1.Guard{}); err != nil {
+		return fmt.Errorf("delete the Guards of %s: %w", ns, err)
+	}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.ServiceAccount{}, &networkingv1.Ingress{}} {
+		if err := admin.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+			return fmt.Errorf("delete the %T objects of %s: %w", obj, ns, err)
+		}
+	}
+	svcs, err := kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list the Services of %s: %w", ns, err)
+	}
+	var eg errgroup.Group
+	eg.SetLimit(16)
+	for _, s := range svcs.Items {
+		eg.Go(func() error {
+			if err := kube.CoreV1().Services(ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete Service %s/%s: %w", ns, s.Name, err)
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
+		var list v1alpha1.GuardList
+		if err := admin.List(ctx, &list); err != nil {
+			return fmt.Errorf("list Guards: %w", err)
+		}
+		if len(list.Items) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d Guards still there 2 minutes after they were deleted", len(list.Items))
+		}
+	}
 }

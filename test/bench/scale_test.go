@@ -495,7 +495,7 @@ func commitScaleRepo(git *gitserver.Server, name string, sz scaleSize) (rev stri
 }
 
 // apiRequests reads apiserver_request_total from the API server's /metrics,
-// summed per "verb resource", WATCH excluded.
+// summed per "verb resource" ("verb resource/subresource"), WATCH excluded.
 func apiRequests(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -517,6 +517,9 @@ func apiRequests(ctx context.Context, kube kubernetes.Interface) (map[string]flo
 		verb, resource := metricLabel(labels, "verb"), metricLabel(labels, "resource")
 		if verb == "WATCH" || resource == "" {
 			continue
+		}
+		if sub := metricLabel(labels, "subresource"); sub != "" {
+			resource += "/" + sub
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil {
@@ -546,6 +549,7 @@ func apiDelta(before, after map[string]float64) (managed, other int) {
 			continue
 		}
 		_, resource, _ := strings.Cut(k, " ")
+		resource, _, _ = strings.Cut(resource, "/")
 		if kinds[resource] {
 			managed += d
 		} else {
