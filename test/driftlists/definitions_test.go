@@ -16,6 +16,7 @@ import (
 	"github.com/driftguard/driftguard/definitions"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 const followedCRD = `
@@ -77,7 +78,7 @@ func TestDefinitionChangedOutOfBand(t *testing.T) {
 	// Reordered tags: no drift while the list is a set, drift once atomic.
 	drifts := func(want bool) {
 		t.Helper()
-		eventually(t, 60*time.Second, fmt.Sprintf("reordered tags drift %v", want), func() error {
+		wait.Eventually(t, 60*time.Second, fmt.Sprintf("reordered tags drift %v", want), func() error {
 			if got := drift.Compare(desired, live, drift.Options{Schema: cache.For(gvk)}); (len(got) != 0) != want {
 				return fmt.Errorf("drift %v", got)
 			}
@@ -87,7 +88,7 @@ func TestDefinitionChangedOutOfBand(t *testing.T) {
 	drifts(false)
 	preferred := func(want string) {
 		t.Helper()
-		eventually(t, 60*time.Second, "preferred version "+want, func() error {
+		wait.Eventually(t, 60*time.Second, "preferred version "+want, func() error {
 			m, err := mapper.RESTMapping(gk)
 			if err != nil {
 				return err
@@ -124,21 +125,4 @@ func TestDefinitionChangedOutOfBand(t *testing.T) {
 	}
 	drifts(true)
 	preferred("v2")
-}
-
-// eventually polls check until it returns nil, failing the test with its
-// last error after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
