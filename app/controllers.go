@@ -19,10 +19,10 @@ import (
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
 	"github.com/driftguard/driftguard/gitstore"
-	"github.com/driftguard/driftguard/informer"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/protect"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/selfheal"
 	"github.com/driftguard/driftguard/settings"
 	"github.com/driftguard/driftguard/sources"
 	"github.com/driftguard/driftguard/stamp"
@@ -55,7 +55,7 @@ type controllers struct {
 	applier   *reconcile.Applier
 	inventory *reconcile.InventoryStore
 	layer     *compiledLayer
-	watcher   *informer.Watcher
+	watcher   *selfheal.Watcher
 	health    *reconcile.HealthTracker
 	registrar *webhook.Registrar // nil without --webhook-register
 	guards    *reconcile.GuardReconciler
@@ -141,7 +141,7 @@ func (c *controllers) addSelfHeal(_ context.Context, d deps) error {
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
-	c.watcher = &informer.Watcher{
+	c.watcher = &selfheal.Watcher{
 		Dynamic: dyn, Mapper: d.mgr.GetRESTMapper(), Store: c.store, Reverter: reverter{c.applier},
 		Policy: d.engine, Settings: c.settings, Audit: d.audit, LabelKey: reconcile.GuardLabel,
 		Workers: d.o.Workers, Stamps: c.stamps, APIServerStamps: c.layer.StampsInForce,

@@ -12,7 +12,7 @@ import (
 )
 
 // SyncStates is what the drift watcher knows of each managed object's
-// sync state (informer.Watcher): OutOfSync with the paths that differ (nil
+// sync state (selfheal.Watcher): OutOfSync with the paths that differ (nil
 // when missing), Unknown with why it cannot be compared, or InSync.
 type SyncStates interface {
 	SyncState(gvk schema.GroupVersionKind, namespace, name string) (state v1alpha1.SyncState, paths []string, reason string)
