@@ -260,7 +260,7 @@ func (t *Tree) write(d *dirNode) (plumbing.Hash, error) {
 	return t.s.SetEncodedObject(obj)
 }
 
-// FS returns a read-only view of the edited tree, for gitstore.Render.
+// FS returns a read-only view of the edited tree, for render.Render.
 func (t *Tree) FS() (fs.FS, error) {
 	h, err := t.Hash()
 	if err != nil {

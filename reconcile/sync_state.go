@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // SyncStates is what the drift watcher knows of each managed object's
@@ -28,7 +28,7 @@ const MissingPath = "missing"
 // of each state, and up to maxSyncListed objects that are not in sync,
 // OutOfSync first, each state's in the order of their names. Nil when
 // there is no snapshot or nothing knows the states.
-func SummarizeSync(snap *gitstore.Snapshot, states SyncStates) *v1alpha1.SyncSummary {
+func SummarizeSync(snap *render.Snapshot, states SyncStates) *v1alpha1.SyncSummary {
 	if snap == nil || states == nil {
 		return nil
 	}

@@ -136,7 +136,7 @@ type Registry struct {
 }
 
 // Secrets is the process's registry: the Guards' snapshots register their
-// values (gitstore.Store), and every sink (audit records, Events,
+// values (render.Store), and every sink (audit records, Events,
 // notifications, admission messages, Guard status, the CLI's output, the
 // process log) scrubs what it sends with it.
 var Secrets = &Registry{}

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/render"
 )
 
 // healthBook holds the health of every cached object, assessed from the
@@ -166,7 +166,7 @@ func (w *Watcher) transformFor(gvk schema.GroupVersionKind) func(any) (any, erro
 }
 
 // lookup is Store.Lookup, nothing without a store.
-func (w *Watcher) lookup(key gitstore.ObjectKey) (string, *gitstore.Object, bool) {
+func (w *Watcher) lookup(key render.ObjectKey) (string, *render.Object, bool) {
 	if w.Store == nil {
 		return "", nil, false
 	}

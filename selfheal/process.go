@@ -16,8 +16,8 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/render"
 )
 
 func (w *Watcher) processNext(ctx context.Context) bool {
@@ -152,7 +152,7 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 // restart, say), the API server is asked in a server-side dry run what
 // applying Git would store: differences that are only its defaults,
 // normalizations, pruning or mutations are then never drift.
-func (w *Watcher) compare(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) []drift.Change {
+func (w *Watcher) compare(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) []drift.Change {
 	opts := w.Reverter.Options(want.Obj(), live.Object)
 	// What someone added that Git does not set is drift too; the rest is
 	// what Git sets and the cluster holds otherwise.
@@ -207,7 +207,7 @@ func (w *Watcher) policyRevision() string {
 
 // decide asks package decision what to do about drift (operation DRIFT,
 // with the object gone when live is nil). A policy error reverts.
-func (w *Watcher) decide(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured, changes []drift.Change, who attribution) decision.Result {
+func (w *Watcher) decide(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured, changes []drift.Change, who attribution) decision.Result {
 	c := decision.Change{
 		Operation: decision.Drift,
 		Gone:      live == nil,
@@ -256,7 +256,7 @@ type attribution struct {
 // stampSlack allows for managed-fields times having whole seconds.
 const stampSlack = 2 * time.Second
 
-func (w *Watcher) attribute(live *unstructured.Unstructured, key gitstore.ObjectKey, seen time.Time) attribution {
+func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKey, seen time.Time) attribution {
 	who := attribution{user: "unknown", manager: "unknown", at: seen}
 	if live == nil {
 		return who
@@ -316,7 +316,7 @@ func (a attribution) controller(namespace string) string {
 // reconcileManager is the guard's own field manager; its writes are never drift.
 const reconcileManager = "driftguard"
 
-func policyResource(o *gitstore.Object) policy.Resource {
+func policyResource(o *render.Object) policy.Resource {
 	gvk := o.GVK()
 	return policy.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/stamp"
 )
 
@@ -25,8 +25,8 @@ func TestAttribute(t *testing.T) {
 	signer := stamp.NewSigner(stamp.KeyFromCertificate(func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		return &tls.Certificate{PrivateKey: key}, nil
 	}))
-	obj := gitstore.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
-	issued := func(user string, d time.Duration, object gitstore.ObjectKey) string {
+	obj := render.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
+	issued := func(user string, d time.Duration, object render.ObjectKey) string {
 		v, err := signer.Issue(v1alpha1.ChangedBy{User: user, Groups: []string{"sre"}, Time: t0.Add(d)}, object.String())
 		if err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func TestAttribute(t *testing.T) {
 		{"stamp written by hand is ignored", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(10 * time.Second)}},
 			forged, "unknown", "kubectl-patch", false},
 		{"stamp of another object is ignored", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(10 * time.Second)}},
-			issued("alice", 10*time.Second, gitstore.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "other"}), "unknown", "kubectl-patch", false},
+			issued("alice", 10*time.Second, render.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "other"}), "unknown", "kubectl-patch", false},
 		{"stale stamp is ignored", []metav1.ManagedFieldsEntry{{Manager: "helm", Time: at(time.Hour)}},
 			issued("alice", 0, obj), "unknown", "helm", false},
 		{"garbage stamp is ignored", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}}, "{not json", "unknown", "kubectl-patch", false},

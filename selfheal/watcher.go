@@ -19,8 +19,8 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/stamp"
 )
 
@@ -31,10 +31,10 @@ type Reverter interface {
 	// Revert applies desired over live (nil when the object is gone),
 	// leaving fields ignore rules hide to their owner.
 	// The API server's answer becomes want's server values.
-	Revert(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) error
+	Revert(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) error
 	// DryRun asks the API server what applying want over live would store,
-	// and keeps the answer as want's server values (gitstore.Object.ServerValues).
-	DryRun(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) error
+	// and keeps the answer as want's server values (render.Object.ServerValues).
+	DryRun(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) error
 	// Options are the comparison options (ignore rules) for an object.
 	Options(desired *unstructured.Unstructured, live map[string]any) drift.Options
 	// RemoveAdditions removes from live what someone added that Git does
@@ -64,7 +64,7 @@ type Settings interface {
 type Watcher struct {
 	Dynamic  dynamic.Interface
 	Mapper   meta.RESTMapper
-	Store    *gitstore.Store
+	Store    *render.Store
 	Reverter Reverter
 	Policy   Decider
 	Settings Settings
@@ -112,8 +112,8 @@ type item struct {
 	name      string
 }
 
-func (it item) key() gitstore.ObjectKey {
-	return gitstore.ObjectKey{Group: it.gvk.Group, Kind: it.gvk.Kind, Namespace: it.namespace, Name: it.name}
+func (it item) key() render.ObjectKey {
+	return render.ObjectKey{Group: it.gvk.Group, Kind: it.gvk.Kind, Namespace: it.namespace, Name: it.name}
 }
 
 // Start runs the watcher until ctx ends; it implements manager.Runnable.
