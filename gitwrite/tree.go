@@ -8,11 +8,14 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/driftguard/driftguard/source"
 )
 
 // Tree is the tree of a commit being edited. Paths are slash-separated and
@@ -270,5 +273,5 @@ func (t *Tree) FS() (fs.FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
-	return &treeFS{root: tree}, nil
+	return source.TreeFS(tree, time.Time{}), nil
 }

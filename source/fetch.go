@@ -210,7 +210,7 @@ func (f *GitFetcher) Fetch(ctx context.Context, req Request) (revision string, s
 	}
 
 	src := render.Source{URL: req.URL, Revision: sha}
-	objs, asked, err := render.RenderAsked(newTreeFS(tree, commit.Committer.When), dir, src, req.Render)
+	objs, asked, err := render.RenderAsked(TreeFS(tree, commit.Committer.When), dir, src, req.Render)
 	if err == nil {
 		snap, err = render.NewSnapshot(req.URL, sha, objs)
 	}

@@ -31,7 +31,7 @@ func (f *GitFetcher) Files(req Request, revision, dir string, match func(name st
 	if err != nil {
 		return nil, fmt.Errorf("read tree of %.7s: %w", revision, err)
 	}
-	fsys := newTreeFS(tree, commit.Committer.When)
+	fsys := TreeFS(tree, commit.Committer.When)
 	root := render.CleanDir(dir)
 	out := map[string]string{}
 	err = fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {

@@ -19,7 +19,9 @@ type treeFS struct {
 	when time.Time // commit time, reported as every file's ModTime
 }
 
-func newTreeFS(root *object.Tree, when time.Time) fs.FS { return &treeFS{root: root, when: when} }
+// TreeFS is a read-only fs.FS over the Git tree root (a commit's, or one
+// gitwrite edited), reporting when as every file's ModTime.
+func TreeFS(root *object.Tree, when time.Time) fs.FS { return &treeFS{root: root, when: when} }
 
 func (t *treeFS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
