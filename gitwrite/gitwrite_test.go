@@ -429,7 +429,7 @@ func TestRollback(t *testing.T) {
 	})
 }
 
-// TestTreeFSRenders renders a checkout's tree with gitstore, as adopt does.
+// TestTreeFSRenders renders a checkout's tree with package render, as adopt does.
 func TestTreeFSRenders(t *testing.T) {
 	srv := startServer(t)
 	newRepo(t, srv, "render", map[string]string{

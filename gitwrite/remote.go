@@ -26,7 +26,7 @@ type Remote struct {
 	Auth *source.Auth
 }
 
-// authMethod turns Auth into go-git's for the remote's transport. gitstore
+// authMethod turns Auth into go-git's for the remote's transport. Package source
 // keeps its own conversion unexported, so this one covers what pushing needs
 // over HTTP(S): basic auth and bearer tokens.
 func authMethod(rawURL string, a *source.Auth) (transport.AuthMethod, error) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+
+	"github.com/driftguard/driftguard/source"
 )
 
 // FuzzReceiver POSTs a push payload to the push receiver with the
@@ -106,11 +108,11 @@ func FuzzReceiver(f *testing.F) {
 		}
 
 		for _, a := range urls {
-			if !SameRepository(a, a) {
+			if !source.SameRepository(a, a) {
 				t.Fatalf("%q is not the same repository as itself", a)
 			}
 			for _, b := range urls {
-				if SameRepository(a, b) != SameRepository(b, a) {
+				if source.SameRepository(a, b) != source.SameRepository(b, a) {
 					t.Fatalf("SameRepository(%q, %q) is not symmetric", a, b)
 				}
 			}

@@ -28,7 +28,7 @@ const Marker = "<redacted>"
 
 // Bounds of what one owner (a Guard's revision) may register: beyond
 // them, Set reports false and the caller must not publish what it could
-// not protect (gitstore fails the render).
+// not protect (package render fails the render).
 const (
 	MaxSecretValues = 10000
 	MaxSecretBytes  = 8 << 20

@@ -10,7 +10,7 @@ import (
 
 // Fuzz targets of what a committer writes: run one with
 //
-//	go test -run='^$' -fuzz=FuzzDecodeYAML -fuzztime=20s ./gitstore/
+//	go test -run='^$' -fuzz=FuzzDecodeYAML -fuzztime=20s ./render/
 //
 // Small limits make the fuzzer reach them often: a decoding that succeeds
 // must be within them, and nothing may panic.

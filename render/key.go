@@ -1,7 +1,3 @@
-// Package gitstore turns a Git repository into the desired state of the
-// cluster: it fetches a revision, renders its manifests into a Snapshot and
-// keeps the last good Snapshot of every Guard in a Store. It never talks to
-// the cluster.
 package render
 
 import (

@@ -32,7 +32,7 @@ import (
 // the guard unpacks archives and parses manifests and indexes it did not
 // write. Run one with
 //
-//	go test -run='^$' -fuzz='^FuzzUntar$' -fuzztime=20s ./sources/
+//	go test -run='^$' -fuzz='^FuzzUntar$' -fuzztime=20s ./source/
 
 // fuzzTar writes a tar of the entries (name, then content; a name ending
 // in "/" is a folder), for seeds.

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "gitstore-tls-")
+	dir, err := os.MkdirTemp("", "source-tls-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

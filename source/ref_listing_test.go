@@ -23,7 +23,7 @@ func TestListingReused(t *testing.T) {
 	url := gs.url("fleet")
 	first := mustPush(t, repo, map[string]string{"apps/a/cm.yaml": configMap("a"), "apps/b/cm.yaml": configMap("b")}, "first")
 	const list = "GET /fleet.git/info/refs?service=git-upload-pack"
-	f := NewFetcher(t.TempDir(), logr.Discard())
+	f := NewGitFetcher(t.TempDir(), logr.Discard())
 	fetch := func(path string, maxAge time.Duration, want string) []string {
 		t.Helper()
 		rev, snap, err := f.Fetch(t.Context(), Request{URL: url, Ref: "main", Path: path, ListingMaxAge: maxAge})
@@ -78,7 +78,7 @@ func TestListingNotSharedAcrossCredentials(t *testing.T) {
 	gs.Private("private", "deploy", "s3cret")
 	head := mustPush(t, repo, map[string]string{"apps/cm.yaml": configMap("a")}, "first")
 	url := front.URL + "/private.git"
-	f := NewFetcher(t.TempDir(), logr.Discard())
+	f := NewGitFetcher(t.TempDir(), logr.Discard())
 	owner := &Auth{Username: "deploy", Password: "s3cret"}
 	if rev, _, err := f.Fetch(t.Context(), Request{URL: url, Ref: "main", Path: "apps", Auth: owner, ListingMaxAge: time.Hour}); err != nil || rev != head {
 		t.Fatalf("fetch with the credentials = %s %v", rev, err)

@@ -109,7 +109,7 @@ func runHealth(ctx context.Context, o healthOptions, stdin io.Reader, stdout, st
 
 // decodeLiveObjects decodes the objects of file (YAML documents, JSON when
 // file ends in .json, Lists expanded to their items) with the manifest
-// reader of gitstore, so that a live file is read as a Git one is. Errors
+// reader of package render, so that a live file is read as a Git one is. Errors
 // name file and line.
 func decodeLiveObjects(file string, data []byte) ([]*unstructured.Unstructured, error) {
 	name := "objects.yaml"

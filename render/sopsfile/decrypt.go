@@ -129,7 +129,7 @@ func DecryptWithin(data []byte, format Format, ids []age.Identity, lim Limits) (
 // DecryptValues is DecryptWithin that also returns the values that were
 // encrypted, as text (a number or a boolean as it is written), in file
 // order: what the caller must treat as secret wherever it shows up later
-// (gitstore marks them for redaction). Values that were not encrypted
+// (package render marks them for redaction). Values that were not encrypted
 // (unencrypted_suffix and the like) and comments are not among them.
 func DecryptValues(data []byte, format Format, ids []age.Identity, lim Limits) ([]byte, []string, error) {
 	type file interface {

@@ -13,7 +13,7 @@ import (
 // nested ones: nothing may panic, and a limit error names its limit.
 // (FuzzDecrypt in decrypt_test.go checks that errors show no value.)
 //
-//	go test -run='^$' -fuzz=FuzzDecryptWithin -fuzztime=20s ./gitstore/sopsfile/
+//	go test -run='^$' -fuzz=FuzzDecryptWithin -fuzztime=20s ./render/sopsfile/
 func FuzzDecryptWithin(f *testing.F) {
 	key, err := sopstest.NewKey()
 	if err != nil {
