@@ -124,7 +124,7 @@ func TestListingForgottenWhileListing(t *testing.T) {
 // pack again and fetches nothing.
 func TestObjectCachesOfIdleRepositoriesEmptied(t *testing.T) {
 	gs := newGitServer(t)
-	f := NewFetcher(t.TempDir(), logr.Discard())
+	f := NewGitFetcher(t.TempDir(), logr.Discard())
 	type fetched struct {
 		url string
 		rev plumbing.Hash
