@@ -19,9 +19,9 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/compiled"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/settings"
 	"github.com/driftguard/driftguard/webhook"
 )
@@ -141,7 +141,7 @@ func (l *compiledLayer) StampsInForce() bool { return l.inForce.Load() }
 // newCompiledLayer builds the compiled admission layer of mode
 // o.AdmissionMode; leftoverChanged, when set, is told when what it leaves
 // to the webhooks changes.
-func newCompiledLayer(o Options, self string, c client.Client, reader client.Reader, mapper meta.RESTMapper, ch cache.Cache, store *gitstore.Store, rules *settings.Guards, leftoverChanged func(), log logr.Logger) *compiledLayer {
+func newCompiledLayer(o Options, self string, c client.Client, reader client.Reader, mapper meta.RESTMapper, ch cache.Cache, store *render.Store, rules *settings.Guards, leftoverChanged func(), log logr.Logger) *compiledLayer {
 	l := &compiledLayer{cache: ch, mode: o.AdmissionMode, LeftoverChanged: leftoverChanged, log: log}
 	opts := compiled.KeeperOptions{
 		Client: c, Reader: reader, Mapper: mapper, Log: log,
@@ -207,7 +207,7 @@ func (l *compiledLayer) Start(ctx context.Context) error {
 // compiledGuards lists this process's Guards. One without a snapshot in
 // the store yet (the process just started) is pending: what the index
 // holds for it stays until it has one.
-func compiledGuards(c client.Client, store *gitstore.Store, rules *settings.Guards) ([]compiled.Guard, error) {
+func compiledGuards(c client.Client, store *render.Store, rules *settings.Guards) ([]compiled.Guard, error) {
 	var list v1alpha1.GuardList
 	if err := c.List(context.Background(), &list); err != nil {
 		return nil, fmt.Errorf("list Guards: %w", err)
@@ -218,7 +218,7 @@ func compiledGuards(c client.Client, store *gitstore.Store, rules *settings.Guar
 		snap, ok := store.Snapshot(name)
 		out = append(out, compiled.Guard{
 			Name: name, Snapshot: snap, Pending: !ok, Enforcement: string(g.Spec.Enforcement), Rules: rules.IgnoreRules(name),
-			Owns: func(k gitstore.ObjectKey) bool { owner, _, ok := store.Lookup(k); return ok && owner == name },
+			Owns: func(k render.ObjectKey) bool { owner, _, ok := store.Lookup(k); return ok && owner == name },
 		})
 	}
 	return out, nil

@@ -18,13 +18,13 @@ import (
 	"github.com/driftguard/driftguard/definitions"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
-	"github.com/driftguard/driftguard/gitstore"
-	"github.com/driftguard/driftguard/informer"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/protect"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/selfheal"
 	"github.com/driftguard/driftguard/settings"
-	"github.com/driftguard/driftguard/sources"
+	"github.com/driftguard/driftguard/source"
 	"github.com/driftguard/driftguard/stamp"
 	"github.com/driftguard/driftguard/webhook"
 )
@@ -50,12 +50,12 @@ type deps struct {
 // controllers are the guard's components that act on Guards and their
 // objects, built in the order they read one another.
 type controllers struct {
-	store     *gitstore.Store
+	store     *render.Store
 	settings  *settings.Guards
 	applier   *reconcile.Applier
 	inventory *reconcile.InventoryStore
 	layer     *compiledLayer
-	watcher   *informer.Watcher
+	watcher   *selfheal.Watcher
 	health    *reconcile.HealthTracker
 	registrar *webhook.Registrar // nil without --webhook-register
 	guards    *reconcile.GuardReconciler
@@ -68,7 +68,7 @@ type controllers struct {
 // Guard reconciler (and its follower on replicas that do not lead) and the
 // drift status writer, adds them to the manager, and binds the relay.
 func newControllers(ctx context.Context, d deps) (*controllers, error) {
-	c := &controllers{store: gitstore.NewStore()}
+	c := &controllers{store: render.NewStore()}
 	steps := []func(context.Context, deps) error{
 		c.addApplier, c.addCompiledLayer, c.addSelfHeal, c.addRegistrar,
 		c.addProtection, c.addReconciler, c.addDriftStatus,
@@ -141,7 +141,7 @@ func (c *controllers) addSelfHeal(_ context.Context, d deps) error {
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
-	c.watcher = &informer.Watcher{
+	c.watcher = &selfheal.Watcher{
 		Dynamic: dyn, Mapper: d.mgr.GetRESTMapper(), Store: c.store, Reverter: reverter{c.applier},
 		Policy: d.engine, Settings: c.settings, Audit: d.audit, LabelKey: reconcile.GuardLabel,
 		Workers: d.o.Workers, Stamps: c.stamps, APIServerStamps: c.layer.StampsInForce,
@@ -213,9 +213,9 @@ func (c *controllers) addReconciler(_ context.Context, d deps) error {
 	if err != nil {
 		return err
 	}
-	gitFetcher := gitstore.NewFetcher(d.o.GitCacheDir, d.log.WithName("git"))
+	gitFetcher := source.NewGitFetcher(d.o.GitCacheDir, d.log.WithName("git"))
 	gitFetcher.SetOptions(d.o.Sources)
-	fetcher := sources.New(gitFetcher, filepath.Join(d.o.GitCacheDir, "artifacts"), d.log.WithName("sources"))
+	fetcher := source.New(gitFetcher, filepath.Join(d.o.GitCacheDir, "artifacts"), d.log.WithName("sources"))
 	if err := c.addFollower(d, fetcher, caps); err != nil {
 		return err
 	}

@@ -12,7 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/source"
 )
 
 // maxAuditDrainTimeout keeps --audit-drain-timeout well inside the 30 s
@@ -101,11 +102,11 @@ type Options struct {
 
 	// RenderLimits bound what rendering one revision may read, decode and
 	// produce (--render-* flags; docs/security.md, "Rendering limits").
-	RenderLimits gitstore.Limits
+	RenderLimits render.Limits
 	// Sources say what fetching a source may reach and download
 	// (--allow-local-sources, --source-* flags; docs/security.md, "Fetch
 	// limits" and "Local sources").
-	Sources gitstore.FetchOptions
+	Sources source.FetchOptions
 
 	// Installation in a cluster: self-protection, certificates, HA
 	// (app/options_install.go).
@@ -155,8 +156,8 @@ func DefaultOptions() Options {
 		OTLPOptions:       defaultOTLPOptions(),
 		PolicyTimeout:     time.Second,
 		ReceiverToken:     os.Getenv("DRIFTGUARD_RECEIVER_TOKEN"),
-		RenderLimits:      gitstore.DefaultLimits(),
-		Sources:           gitstore.DefaultFetchOptions(),
+		RenderLimits:      render.DefaultLimits(),
+		Sources:           source.DefaultFetchOptions(),
 		InstallOptions:    defaultInstallOptions(),
 		EndpointOptions:   defaultEndpointOptions(),
 	}

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/informer"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/selfheal"
 )
 
 // policyWatchPeriod is how often --policy-dir is read for changes.
@@ -43,7 +43,7 @@ func newPolicyEngine(mgr manager.Manager, o Options, self string, auditLog *audi
 // onPolicyLoad is told the modules of every policy that loads: the compiled
 // layer follows whether it is the default policy, and self-heal takes the
 // custom health rules (data.driftguard.health) of the same files.
-func onPolicyLoad(layer *compiledLayer, watcher *informer.Watcher, log logr.Logger) func(modules map[string]string) {
+func onPolicyLoad(layer *compiledLayer, watcher *selfheal.Watcher, log logr.Logger) func(modules map[string]string) {
 	return func(modules map[string]string) {
 		layer.PolicyLoaded(modules)
 		he, err := policy.NewHealthEngine(modules, log.WithName("health"))

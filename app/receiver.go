@@ -11,14 +11,14 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/receiver"
 )
 
 // Bounds of the push receiver's HTTP server. The handler bounds the body
-// (gitstore.DefaultReadTimeout, gitstore.MaxPushBody).
+// (receiver.DefaultReadTimeout, receiver.MaxPushBody).
 const (
 	receiverHeaderTimeout = 5 * time.Second
-	receiverReadTimeout   = gitstore.DefaultReadTimeout + receiverHeaderTimeout
+	receiverReadTimeout   = receiver.DefaultReadTimeout + receiverHeaderTimeout
 	receiverWriteTimeout  = 10 * time.Second
 	receiverIdleTimeout   = 60 * time.Second
 	receiverMaxHeader     = 64 << 10
@@ -38,7 +38,7 @@ func addReceiver(mgr manager.Manager, o Options, onPush func(ctx context.Context
 	case o.ReceiverToken == "":
 		log.Error(errors.New("no --receiver-token"), "the push receiver refuses every push: set --receiver-token (or $DRIFTGUARD_RECEIVER_TOKEN), or --receiver-allow-unauthenticated")
 	}
-	receiver := &gitstore.Receiver{
+	receiver := &receiver.Receiver{
 		Token: o.ReceiverToken, AllowUnauthenticated: o.ReceiverAllowUnauthenticated, Log: log,
 		OnPush: func(urls []string) { onPush(context.Background(), urls) },
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/health"
-	"github.com/driftguard/driftguard/informer"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/selfheal"
 	"github.com/driftguard/driftguard/webhook"
 )
 
@@ -25,7 +25,7 @@ import (
 // reads anyway when it first registers.
 type relay struct {
 	bound     bool
-	watcher   *informer.Watcher
+	watcher   *selfheal.Watcher
 	health    *reconcile.HealthTracker
 	inventory *reconcile.InventoryStore
 	status    *reconcile.DriftStatus

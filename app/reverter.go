@@ -6,15 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
 )
 
 // reverter adapts the Applier to the informer's Reverter: each write acts
 // as the identity of the Guard the object belongs to.
 type reverter struct{ a *reconcile.Applier }
 
-func (r reverter) Revert(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) error {
+func (r reverter) Revert(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) error {
 	a, err := r.a.ForGuard(ctx, guard)
 	if err != nil {
 		return err
@@ -23,7 +23,7 @@ func (r reverter) Revert(ctx context.Context, guard string, want *gitstore.Objec
 	return err
 }
 
-func (r reverter) DryRun(ctx context.Context, guard string, want *gitstore.Object, live *unstructured.Unstructured) error {
+func (r reverter) DryRun(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) error {
 	a, err := r.a.ForGuard(ctx, guard)
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Run starts the guard against the cluster of cfg and blocks until ctx ends.
@@ -23,7 +23,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger, out 
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	gitstore.SetLimits(o.RenderLimits)
+	render.SetLimits(o.RenderLimits)
 	if out == nil {
 		out = os.Stdout
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Type says what happened.
@@ -152,12 +152,12 @@ func FieldsOf(cs []drift.Change) []Field {
 }
 
 // ObjectOf names a desired object in a record.
-func ObjectOf(o *gitstore.Object) Object {
+func ObjectOf(o *render.Object) Object {
 	gvk := o.GVK()
 	return Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
 }
 
 // SourceOf is where in Git an object comes from, for a record.
-func SourceOf(s gitstore.Source) *Source {
+func SourceOf(s render.Source) *Source {
 	return &Source{URL: s.URL, Revision: s.Revision, Path: s.Path, Line: s.Line}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 func TestRedactURLs(t *testing.T) {
@@ -56,7 +56,7 @@ func TestLoggerRedactsURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	records := []Record{
-		{Type: Decision, Guard: "shop", Action: "deny", Source: SourceOf(gitstore.Source{URL: secretURL, Revision: "9f2c1e0"}), PolicyInput: input,
+		{Type: Decision, Guard: "shop", Action: "deny", Source: SourceOf(render.Source{URL: secretURL, Revision: "9f2c1e0"}), PolicyInput: input,
 			Reason: "managed by Git (" + secretURL + ")"},
 		{Type: Error, Guard: "shop", Operation: "SYNC", Source: &Source{URL: secretURL},
 			Error: `fetch ` + secretURL + `: Get "https://deploy:s3cret@git.example/infra.git/info/refs": connection refused`},

@@ -13,15 +13,15 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Guard is what the index needs of one Guard.
 type Guard struct {
 	Name     string
-	Snapshot *gitstore.Snapshot
+	Snapshot *render.Snapshot
 	// Pending: the Guard's snapshot is not known yet (the process just
 	// started); the index keeps what it holds for the Guard.
 	Pending bool
@@ -31,7 +31,7 @@ type Guard struct {
 	Rules []*drift.Rule
 	// Owns reports whether the Guard owns the object of key (of two Guards
 	// that claim one object only the first applies it); nil: all.
-	Owns func(gitstore.ObjectKey) bool
+	Owns func(render.ObjectKey) bool
 }
 
 // Index is the compiled form of the desired state: per namespace ("" for
@@ -49,7 +49,7 @@ type Index struct {
 // Fallback is an object the compiled layer does not decide.
 type Fallback struct {
 	Guard  string
-	Object gitstore.ObjectKey
+	Object render.ObjectKey
 	// Resource is the object's resource (its group is Object.Group).
 	Resource string
 	Reason   string
@@ -109,7 +109,7 @@ type guardPart struct {
 }
 
 type partKey struct {
-	snapshot    *gitstore.Snapshot
+	snapshot    *render.Snapshot
 	enforcement string
 	rules       *drift.Rule // the first rule: rule lists are compiled once per Guard generation
 	nrules      int

@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
-func obj(apiVersion, kind, ns, name, enforcement, path string, line int) *gitstore.Object {
+func obj(apiVersion, kind, ns, name, enforcement, path string, line int) *render.Object {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
 		"metadata": map[string]any{"name": name}, "spec": map[string]any{"replicas": int64(1)}}}
 	if ns != "" {
@@ -21,7 +21,7 @@ func obj(apiVersion, kind, ns, name, enforcement, path string, line int) *gitsto
 	if enforcement != "" {
 		u.SetAnnotations(map[string]string{"driftguard.io/enforcement": enforcement})
 	}
-	return gitstore.NewObject(u, gitstore.Source{Path: path, Line: line})
+	return render.NewObject(u, render.Source{Path: path, Line: line})
 }
 
 func mapper() meta.RESTMapper {
@@ -41,7 +41,7 @@ func TestBuildIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := gitstore.NewSnapshot("https://user:token@git.example/infra.git", "9f2c1e0aa", []*gitstore.Object{
+	snap, err := render.NewSnapshot("https://user:token@git.example/infra.git", "9f2c1e0aa", []*render.Object{
 		obj("v1", "ConfigMap", "shop", "settings", "", "config/a|b.yaml", 3),
 		obj("v1", "ConfigMap", "shop", "loose", "off", "config/loose.yaml", 1),
 		obj("v1", "ConfigMap", "shop", "watched", "warn", "config/watched.yaml", 1),
@@ -100,8 +100,8 @@ func TestBuildIndex(t *testing.T) {
 // A Guard whose snapshot, enforcement and rules did not change keeps its
 // part of the index; a change of any rebuilds it.
 func TestBuilderKeepsParts(t *testing.T) {
-	snap := func(rev string) *gitstore.Snapshot {
-		s, err := gitstore.NewSnapshot("https://git.example/a.git", rev, []*gitstore.Object{obj("v1", "ConfigMap", "shop", "a", "", "a.yaml", 1)})
+	snap := func(rev string) *render.Snapshot {
+		s, err := render.NewSnapshot("https://git.example/a.git", rev, []*render.Object{obj("v1", "ConfigMap", "shop", "a", "", "a.yaml", 1)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Operations of a change. Admission requests use their own (CREATE, UPDATE,
@@ -43,9 +43,9 @@ type Change struct {
 	Object    map[string]any
 	OldObject map[string]any
 	// Desired is the object as Git declares it; nil for an orphan.
-	Desired *gitstore.Object
+	Desired *render.Object
 	// Source is where in Git the object (for an orphan, its Namespace) is.
-	Source gitstore.Source
+	Source render.Source
 	// Changes are what the change changes (package drift).
 	Changes []drift.Change
 	// FieldManager is the drift watcher's newest field manager: a claim

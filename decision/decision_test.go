@@ -11,8 +11,8 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/render"
 )
 
 const (
@@ -34,7 +34,7 @@ func (g guards) GuardSpec(string) map[string]any {
 
 // desired is a Deployment as Git declares it, with the enforcement
 // annotation when enforcement is not empty.
-func desired(enforcement string) *gitstore.Object {
+func desired(enforcement string) *render.Object {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "shop"},
@@ -43,7 +43,7 @@ func desired(enforcement string) *gitstore.Object {
 	if enforcement != "" {
 		u.SetAnnotations(map[string]string{v1alpha1.EnforcementAnnotation: enforcement})
 	}
-	return gitstore.NewObject(u, gitstore.Source{URL: "https://git.example/infra.git", Revision: "9f2c1e0", Path: "apps/web.yaml", Line: 1})
+	return render.NewObject(u, render.Source{URL: "https://git.example/infra.git", Revision: "9f2c1e0", Path: "apps/web.yaml", Line: 1})
 }
 
 // change is a change of shop/web's replicas from 3 to 5 by user.

@@ -14,7 +14,8 @@ import (
 	"testing"
 
 	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/source"
 )
 
 func startServer(t *testing.T) *gitserver.Server {
@@ -250,14 +251,14 @@ func TestAuth(t *testing.T) {
 	plainURL := plain.URL + "/private.git"
 	tests := []struct {
 		name    string
-		auth    *gitstore.Auth
+		auth    *source.Auth
 		wantErr string
 	}{
 		{"none", nil, "authentication required"},
-		{"wrong password", &gitstore.Auth{Username: "sam", Password: "nope"}, "authentication required"},
-		{"basic", &gitstore.Auth{Username: "sam", Password: "s3cret"}, ""},
-		{"token", &gitstore.Auth{BearerToken: "tok3n"}, ""},
-		{"ssh key on https", &gitstore.Auth{SSHKey: []byte("key")}, "cannot use an SSH key"},
+		{"wrong password", &source.Auth{Username: "sam", Password: "nope"}, "authentication required"},
+		{"basic", &source.Auth{Username: "sam", Password: "s3cret"}, ""},
+		{"token", &source.Auth{BearerToken: "tok3n"}, ""},
+		{"ssh key on https", &source.Auth{SSHKey: []byte("key")}, "cannot use an SSH key"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,11 +276,11 @@ func TestAuth(t *testing.T) {
 	plainTests := []struct {
 		name string
 		url  string
-		auth *gitstore.Auth
+		auth *source.Auth
 		want string
 	}{
-		{"basic auth over http", plainURL, &gitstore.Auth{Username: "sam", Password: "s3cret"}, "the username and password (basic auth) would go in clear text to http://"},
-		{"token over http", plainURL, &gitstore.Auth{BearerToken: "tok3n"}, "the bearerToken would go in clear text to http://"},
+		{"basic auth over http", plainURL, &source.Auth{Username: "sam", Password: "s3cret"}, "the username and password (basic auth) would go in clear text to http://"},
+		{"token over http", plainURL, &source.Auth{BearerToken: "tok3n"}, "the bearerToken would go in clear text to http://"},
 		{"user information over http", strings.Replace(plainURL, "http://", "http://sam:s3cret@", 1), nil, "the URL's user information would go in clear text to http://"},
 	}
 	for _, tc := range plainTests {
@@ -287,7 +288,7 @@ func TestAuth(t *testing.T) {
 			_, err := Update(context.Background(), Remote{URL: tc.url, Branch: "main", Auth: tc.auth}, Options{Author: author, Depth: 1}, func(_ context.Context, c *Checkout) (string, error) {
 				return "change", c.Tree().WriteFile("a.yaml", []byte("plain"))
 			})
-			if !errors.Is(err, gitstore.ErrPlainHTTPCredentials) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "tok3n") {
+			if !errors.Is(err, source.ErrPlainHTTPCredentials) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "tok3n") {
 				t.Fatalf("error %v, want ErrPlainHTTPCredentials saying %q", err, tc.want)
 			}
 			if n := plainRequests.Load(); n != 0 {
@@ -428,7 +429,7 @@ func TestRollback(t *testing.T) {
 	})
 }
 
-// TestTreeFSRenders renders a checkout's tree with gitstore, as adopt does.
+// TestTreeFSRenders renders a checkout's tree with package render, as adopt does.
 func TestTreeFSRenders(t *testing.T) {
 	srv := startServer(t)
 	newRepo(t, srv, "render", map[string]string{
@@ -447,7 +448,7 @@ func TestTreeFSRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := gitstore.Render(fsys, "apps", gitstore.Source{URL: "u", Revision: c.Base()})
+	objs, err := render.Render(fsys, "apps", render.Source{URL: "u", Revision: c.Base()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/source"
 )
 
 // Remote is a branch of a Git repository to write to.
@@ -23,13 +23,13 @@ type Remote struct {
 	// Branch is a branch name (main), not a full reference.
 	Branch string
 	// Auth holds HTTP credentials: Username and Password, or BearerToken.
-	Auth *gitstore.Auth
+	Auth *source.Auth
 }
 
-// authMethod turns Auth into go-git's for the remote's transport. gitstore
+// authMethod turns Auth into go-git's for the remote's transport. Package source
 // keeps its own conversion unexported, so this one covers what pushing needs
 // over HTTP(S): basic auth and bearer tokens.
-func authMethod(rawURL string, a *gitstore.Auth) (transport.AuthMethod, error) {
+func authMethod(rawURL string, a *source.Auth) (transport.AuthMethod, error) {
 	ep, err := transport.NewEndpoint(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse URL: %w", err)
@@ -63,7 +63,7 @@ func authMethod(rawURL string, a *gitstore.Auth) (transport.AuthMethod, error) {
 // it is a branch, the branch the remote's HEAD points at when it is empty. A
 // tag or a commit SHA is an error: a Guard that follows one has no branch a
 // commit could go to.
-func ResolveBranch(ctx context.Context, url, ref string, auth *gitstore.Auth) (string, error) {
+func ResolveBranch(ctx context.Context, url, ref string, auth *source.Auth) (string, error) {
 	switch {
 	case len(ref) == 40 && plumbing.IsHash(ref):
 		return "", fmt.Errorf("ref %s is a commit SHA: there is no branch to push to; point the Guard at a branch", ref)

@@ -8,11 +8,14 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/driftguard/driftguard/source"
 )
 
 // Tree is the tree of a commit being edited. Paths are slash-separated and
@@ -260,7 +263,7 @@ func (t *Tree) write(d *dirNode) (plumbing.Hash, error) {
 	return t.s.SetEncodedObject(obj)
 }
 
-// FS returns a read-only view of the edited tree, for gitstore.Render.
+// FS returns a read-only view of the edited tree, for render.Render.
 func (t *Tree) FS() (fs.FS, error) {
 	h, err := t.Hash()
 	if err != nil {
@@ -270,5 +273,5 @@ func (t *Tree) FS() (fs.FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
-	return &treeFS{root: tree}, nil
+	return source.TreeFS(tree, time.Time{}), nil
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Action is what an apply did to one object.
@@ -48,7 +48,7 @@ type ApplyOptions struct {
 
 // Entry is the outcome for one object.
 type Entry struct {
-	Object *gitstore.Object
+	Object *render.Object
 	Action Action
 	// UID is the object's UID as the API server answered the apply, or, for
 	// an object left Unchanged, as the informer cache has it (only when it
@@ -126,7 +126,7 @@ func (a *Applier) Options(desired *unstructured.Unstructured, live map[string]an
 // alone. An object that fails does not stop the others; the joined error
 // names each one. When the API server cannot be reached, no further object
 // is attempted.
-func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object, opts ApplyOptions) (ChangeSet, error) {
+func (a *Applier) Apply(ctx context.Context, objs []*render.Object, opts ApplyOptions) (ChangeSet, error) {
 	return a.ApplyEach(ctx, objs, opts, nil)
 }
 
@@ -134,13 +134,13 @@ func (a *Applier) Apply(ctx context.Context, objs []*gitstore.Object, opts Apply
 // soon as its object has been applied, from the goroutine that applied it:
 // a caller that records each entry there loses at most the entries in flight
 // when the process dies, not those of the whole apply.
-func (a *Applier) ApplyEach(ctx context.Context, objs []*gitstore.Object, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
+func (a *Applier) ApplyEach(ctx context.Context, objs []*render.Object, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
 	first, rest := stage(objs)
 	cs := make(ChangeSet, 0, len(objs))
 	var errs []error
-	for _, group := range [][]*gitstore.Object{first, rest} {
+	for _, group := range [][]*render.Object{first, rest} {
 		entries, cutOff := a.applyStage(ctx, group, opts, each)
-		var crds []*gitstore.Object
+		var crds []*render.Object
 		for _, e := range entries {
 			cs = append(cs, e)
 			if e.Err != nil {
@@ -176,7 +176,7 @@ const DefaultApplyConcurrency = 16
 // when an object failed because the API server could not be reached: no
 // object is handed out after that, and objects in flight that fail the same
 // way count as not attempted.
-func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, opts ApplyOptions, each func(Entry)) (entries []Entry, cutOff bool) {
+func (a *Applier) applyStage(ctx context.Context, objs []*render.Object, opts ApplyOptions, each func(Entry)) (entries []Entry, cutOff bool) {
 	workers := a.Concurrency
 	if workers <= 0 {
 		workers = DefaultApplyConcurrency
@@ -228,7 +228,7 @@ func (a *Applier) applyStage(ctx context.Context, objs []*gitstore.Object, opts 
 // Git and applied by the guard. An object equal to Git that the guard did
 // not provably apply (created by someone else, adopted) is applied once, so
 // that the guard owns it and learns its UID from its own apply's answer.
-func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object, opts ApplyOptions) (Action, types.UID, error) {
+func (a *Applier) applyOne(ctx context.Context, o *render.Object, opts ApplyOptions) (Action, types.UID, error) {
 	gvk := o.GVK()
 	var live *unstructured.Unstructured
 	if a.Live != nil {
@@ -255,7 +255,7 @@ func (a *Applier) applyOne(ctx context.Context, o *gitstore.Object, opts ApplyOp
 // field another manager changed, and recreates the object when it is gone
 // (live nil). Fields ignore rules hide stay with their owner. What the API
 // server returns is kept as the object's server values.
-func (a *Applier) Revert(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) (Action, error) {
+func (a *Applier) Revert(ctx context.Context, want *render.Object, live *unstructured.Unstructured) (Action, error) {
 	action, _, err := a.write(ctx, want, live, false)
 	return action, err
 }
@@ -264,14 +264,14 @@ func (a *Applier) Revert(ctx context.Context, want *gitstore.Object, live *unstr
 // (a server-side dry run) and keeps the answer as want's server values, so
 // defaults, normalized values, pruned fields and mutating webhooks are not
 // mistaken for drift.
-func (a *Applier) DryRun(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured) error {
+func (a *Applier) DryRun(ctx context.Context, want *render.Object, live *unstructured.Unstructured) error {
 	_, _, err := a.write(ctx, want, live, true)
 	return err
 }
 
 // write applies want (or dry-runs it) and returns what the API server
 // stored.
-func (a *Applier) write(ctx context.Context, want *gitstore.Object, live *unstructured.Unstructured, dryRun bool) (Action, *unstructured.Unstructured, error) {
+func (a *Applier) write(ctx context.Context, want *render.Object, live *unstructured.Unstructured, dryRun bool) (Action, *unstructured.Unstructured, error) {
 	var liveObj map[string]any
 	if live != nil {
 		liveObj = live.Object
@@ -346,7 +346,7 @@ func (a *Applier) ClearAnnotations(ctx context.Context, live *unstructured.Unstr
 }
 
 // stage splits objects into definitions that others depend on, and the rest.
-func stage(objs []*gitstore.Object) (first, rest []*gitstore.Object) {
+func stage(objs []*render.Object) (first, rest []*render.Object) {
 	for _, o := range objs {
 		switch o.Key.Group + "/" + o.Key.Kind {
 		case "/Namespace", "apiextensions.k8s.io/CustomResourceDefinition":

@@ -14,15 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 func TestStageOrdersDefinitionsFirst(t *testing.T) {
-	mk := func(apiVersion, kind, name string) *gitstore.Object {
+	mk := func(apiVersion, kind, name string) *render.Object {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}}
-		return gitstore.NewObject(u, gitstore.Source{})
+		return render.NewObject(u, render.Source{})
 	}
-	objs := []*gitstore.Object{
+	objs := []*render.Object{
 		mk("apps/v1", "Deployment", "web"),
 		mk("v1", "Namespace", "shop"),
 		mk("example.com/v1", "Widget", "w"),
@@ -30,7 +30,7 @@ func TestStageOrdersDefinitionsFirst(t *testing.T) {
 		mk("v1", "ConfigMap", "cfg"),
 	}
 	first, rest := stage(objs)
-	names := func(os []*gitstore.Object) []string {
+	names := func(os []*render.Object) []string {
 		var out []string
 		for _, o := range os {
 			out = append(out, o.Key.Name)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // crdTimeout bounds the wait for a new definition to be served.
@@ -20,7 +20,7 @@ const crdTimeout = time.Minute
 // waitEstablished waits until every definition in crds is Established, so
 // that the objects of its kinds can be applied, and makes the client's
 // REST mapper learn the new kinds.
-func (a *Applier) waitEstablished(ctx context.Context, crds []*gitstore.Object) error {
+func (a *Applier) waitEstablished(ctx context.Context, crds []*render.Object) error {
 	if len(crds) == 0 {
 		return nil
 	}

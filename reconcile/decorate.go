@@ -12,20 +12,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // prepared is a fetched snapshot as a Guard applies it: decorated, and
 // ordered into waves and hooks (or why it cannot be ordered).
 type prepared struct {
-	fetched, decorated *gitstore.Snapshot
+	fetched, decorated *render.Snapshot
 	plan               *SyncPlan // waves of decorated; hooks as the guard creates them
 	err                error     // a bad ordering annotation: the revision cannot be applied
 }
 
 // prepareOnce decorates and orders each fetched snapshot once: the fetcher
 // returns the same snapshot while the revision is unchanged.
-func (r *GuardReconciler) prepareOnce(g *v1alpha1.Guard, fetched *gitstore.Snapshot) *prepared {
+func (r *GuardReconciler) prepareOnce(g *v1alpha1.Guard, fetched *render.Snapshot) *prepared {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.decorated[g.Name]; ok && p.fetched == fetched {
@@ -43,7 +43,7 @@ func (r *GuardReconciler) prepareOnce(g *v1alpha1.Guard, fetched *gitstore.Snaps
 	if out == fetched && slices.ContainsFunc(fetched.Objects, IsHook) {
 		// Decorating failed and kept the fetched objects: never publish
 		// its hooks as objects to keep in sync.
-		managed, err := gitstore.NewSnapshot(fetched.URL, fetched.Revision, slices.DeleteFunc(slices.Clone(fetched.Objects), IsHook))
+		managed, err := render.NewSnapshot(fetched.URL, fetched.Revision, slices.DeleteFunc(slices.Clone(fetched.Objects), IsHook))
 		if err != nil {
 			p.err = err
 			return p
@@ -69,7 +69,7 @@ func (r *GuardReconciler) prepareOnce(g *v1alpha1.Guard, fetched *gitstore.Snaps
 
 // decorate returns the snapshot as the guard applies it, keeping the
 // fetched one if decorating fails.
-func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *gitstore.Snapshot {
+func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *render.Snapshot) *render.Snapshot {
 	out, err := Decorate(r.Client, g.Name, snap)
 	if err != nil {
 		// Defaulting a namespace can only collide with an object already
@@ -85,13 +85,13 @@ func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *gitstore.Snapshot) *
 // leaves without a namespace gets "default". Hooks (IsHook) are left out:
 // they are run at a phase of a sync (SyncHooks), never kept in sync,
 // guarded or pruned.
-func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore.Snapshot, error) {
+func Decorate(c client.Client, guard string, snap *render.Snapshot) (*render.Snapshot, error) {
 	// The Guard that fetched the snapshot finishes its objects in place and
-	// freezes them (gitstore.Object); another Guard of the same URL and path
+	// freezes them (render.Object); another Guard of the same URL and path
 	// finishes copies of the metadata of their decodings.
 	inPlace, release := snap.Claim()
 	defer release()
-	objs := make([]*gitstore.Object, 0, len(snap.Objects))
+	objs := make([]*render.Object, 0, len(snap.Objects))
 	rekeyed := false
 	for _, o := range snap.Objects {
 		if IsHook(o) {
@@ -133,13 +133,13 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 			delete(md, "namespace")
 		}
 		if inPlace {
-			if k := gitstore.KeyOf(u); k != o.Key {
+			if k := render.KeyOf(u); k != o.Key {
 				o.Key, rekeyed = k, true
 			}
 			objs = append(objs, o)
 			continue
 		}
-		objs = append(objs, gitstore.NewObjectFrom(u, o))
+		objs = append(objs, render.NewObjectFrom(u, o))
 	}
 	if inPlace && !rekeyed {
 		// The same objects under the same keys: the snapshot is its own
@@ -147,7 +147,7 @@ func Decorate(c client.Client, guard string, snap *gitstore.Snapshot) (*gitstore
 		snap.Freeze()
 		return snap, nil
 	}
-	out, err := gitstore.NewSnapshot(snap.URL, snap.Revision, objs)
+	out, err := render.NewSnapshot(snap.URL, snap.Revision, objs)
 	if err == nil {
 		_, done := out.Claim() // its objects are finished: nobody changes them again
 		out.Freeze()
@@ -198,7 +198,7 @@ func SyncHooks(c client.Client, guard string, plan *SyncPlan) []*Hook {
 			u.SetNamespace(corev1.NamespaceDefault)
 		}
 		cp := *h
-		cp.Object = gitstore.NewObjectFrom(u, h.Object)
+		cp.Object = render.NewObjectFrom(u, h.Object)
 		cp.ServerLabels = serverLabels
 		out = append(out, &cp)
 	}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // DriftStatus keeps status.driftedObjects, status.drifted and, with Health,
@@ -29,7 +29,7 @@ type DriftStatus struct {
 	Drift  DriftState
 	// Health and Store, when set, sum up health too.
 	Health *HealthTracker
-	Store  *gitstore.Store
+	Store  *render.Store
 	// Requeue, when set, asks for a full reconcile of a Guard that waits
 	// for health (Ready=False, reason Progressing) when its health state
 	// changed, so that it turns Ready without waiting for its requeue

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Follower gives a replica that is not the leader the desired state, so that
@@ -26,7 +26,7 @@ type Follower struct {
 	o FollowerOptions
 
 	mu      sync.Mutex
-	fetched map[string]*gitstore.Snapshot // guard -> last fetched snapshot
+	fetched map[string]*render.Snapshot // guard -> last fetched snapshot
 }
 
 // FollowerOptions configure a Follower; all but Capabilities and Log are
@@ -35,7 +35,7 @@ type FollowerOptions struct {
 	Client  client.Client
 	Cache   cache.Cache
 	Fetcher Fetcher
-	Store   *gitstore.Store
+	Store   *render.Store
 	Applier *Applier
 	// Capabilities are the cluster's capabilities for charts, as the leader's.
 	Capabilities *ClusterCapabilities
@@ -104,7 +104,7 @@ func (f *Follower) Start(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
-	f.fetched = map[string]*gitstore.Snapshot{}
+	f.fetched = map[string]*render.Snapshot{}
 	interval := max(f.o.Interval, 5*time.Second)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -201,7 +201,7 @@ func (f *Follower) followOne(ctx context.Context, g *v1alpha1.Guard) error {
 
 // serverValues asks the API server, in a server-side dry run, what each
 // object is stored as, so the webhook compares like the leader's.
-func (f *Follower) serverValues(ctx context.Context, guard string, snap *gitstore.Snapshot) {
+func (f *Follower) serverValues(ctx context.Context, guard string, snap *render.Snapshot) {
 	// The dry runs act as the Guard's identity, as the leader's applies do.
 	applier, err := f.o.Applier.ForGuard(ctx, guard)
 	if err != nil {

@@ -23,8 +23,9 @@ import (
 	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/source"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -84,7 +85,7 @@ func TestGuardControllerAppliesARevision(t *testing.T) {
 	}
 	auditLog := audit.NewLogger(log, 100)
 	rec := &reconcile.GuardReconciler{
-		Client: mgr.GetClient(), Fetcher: gitstore.NewFetcher(filepath.Join(dir, "gitcache"), log), Store: gitstore.NewStore(),
+		Client: mgr.GetClient(), Fetcher: source.NewGitFetcher(filepath.Join(dir, "gitcache"), log), Store: render.NewStore(),
 		Applier: &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
 		Audit:   auditLog, SecretNamespace: "default", DefaultInterval: time.Hour, Log: log,
 	}

@@ -28,15 +28,16 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/source"
 )
 
-// Fetcher is the part of gitstore.Fetcher the reconciler uses.
+// Fetcher is the part of source.GitFetcher the reconciler uses.
 type Fetcher interface {
-	Fetch(ctx context.Context, req gitstore.Request) (string, *gitstore.Snapshot, error)
-	Files(req gitstore.Request, revision, dir string, match func(name string) bool) (map[string]string, error)
+	Fetch(ctx context.Context, req source.Request) (string, *render.Snapshot, error)
+	Files(req source.Request, revision, dir string, match func(name string) bool) (map[string]string, error)
 }
 
 // DriftState is what the drift watcher knows: how many objects of a guard
@@ -54,7 +55,7 @@ type DriftState interface {
 type GuardReconciler struct {
 	Client  client.Client
 	Fetcher Fetcher
-	Store   *gitstore.Store
+	Store   *render.Store
 	Applier *Applier
 	// Inventory keeps what each Guard applied, the only objects prune may
 	// delete. Unset, SetupWithManager keeps it in SecretNamespace (the
@@ -114,7 +115,7 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 			continue
 		}
 		for _, u := range urls {
-			if gitstore.SameRepository(SourceURL(g), u) {
+			if source.SameRepository(SourceURL(g), u) {
 				r.Enqueue(g.Name)
 				break
 			}
@@ -263,10 +264,10 @@ func (r *GuardReconciler) interval(g *v1alpha1.Guard) time.Duration {
 type attempt struct {
 	g      *v1alpha1.Guard
 	log    logr.Logger
-	gate   Gate             // the sync windows now
-	req    gitstore.Request // what the source is
-	rev    string           // the revision to apply
-	snap   *gitstore.Snapshot
+	gate   Gate           // the sync windows now
+	req    source.Request // what the source is
+	rev    string         // the revision to apply
+	snap   *render.Snapshot
 	manual bool       // a person asked for this sync
 	inv    *Inventory // what the guard applied: the only objects prune deletes
 	// applier writes as the Guard's identity (spec.serviceAccountName,
@@ -436,7 +437,7 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 		g.Status.LastAttemptedRevision = rev
 		g.Status.Retries = 0 // a new revision starts afresh
 	}
-	var renderErr *gitstore.RenderError
+	var renderErr *render.RenderError
 	switch {
 	case errors.As(err, &renderErr):
 		msg := fmt.Sprintf("revision %s cannot be applied, %s stays in force: %v", short(rev), orNone(short(g.Status.LastAppliedRevision)), err)
@@ -448,7 +449,7 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 		return stopAfter(jitter(r.interval(g)))
 	case err != nil:
 		msg := err.Error()
-		if gitstore.IsAuthError(err) {
+		if source.IsAuthError(err) {
 			msg += "; " + credentialsHint(g, r.SecretNamespace)
 		}
 		return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision))))
@@ -592,7 +593,7 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 // apply creates the namespaces spec.createNamespace asks for and applies
 // what toApply selects, recording each object as it is applied (a guard
 // killed halfway loses no record of what it did).
-func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision bool) (ChangeSet, map[gitstore.ObjectKey]string, stop) {
+func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision bool) (ChangeSet, map[render.ObjectKey]string, stop) {
 	g := a.g
 	if g.Spec.CreateNamespace && (newRevision || g.Status.Retries > 0 || g.Generation != g.Status.ObservedGeneration) {
 		var hooks []*Hook
@@ -764,13 +765,13 @@ func truncate(s string, n int) string {
 
 // withoutConflicts leaves out objects another Guard already manages: two
 // Guards must not take turns writing one object.
-func (r *GuardReconciler) withoutConflicts(guard string, objs []*gitstore.Object) ([]*gitstore.Object, map[gitstore.ObjectKey]string) {
-	var conflicts map[gitstore.ObjectKey]string
+func (r *GuardReconciler) withoutConflicts(guard string, objs []*render.Object) ([]*render.Object, map[render.ObjectKey]string) {
+	var conflicts map[render.ObjectKey]string
 	out := objs[:0:0]
 	for _, o := range objs {
 		if owner, _, ok := r.Store.Lookup(o.Key); ok && owner != guard {
 			if conflicts == nil {
-				conflicts = map[gitstore.ObjectKey]string{}
+				conflicts = map[render.ObjectKey]string{}
 			}
 			conflicts[o.Key] = owner
 			continue
@@ -780,7 +781,7 @@ func (r *GuardReconciler) withoutConflicts(guard string, objs []*gitstore.Object
 	return out, conflicts
 }
 
-func conflictMessage(conflicts map[gitstore.ObjectKey]string) string {
+func conflictMessage(conflicts map[render.ObjectKey]string) string {
 	keys := make([]string, 0, len(conflicts))
 	for k, owner := range conflicts {
 		keys = append(keys, fmt.Sprintf("%s (guard %s)", k, owner))
@@ -797,14 +798,14 @@ func conflictMessage(conflicts map[gitstore.ObjectKey]string) string {
 // drift only where self-heal is on, and leaves alone the drift the policy
 // accepted (break-glass until its TTL, warn, enforcement off), which the
 // drift watcher owns.
-func (r *GuardReconciler) toApply(g *v1alpha1.Guard, rev string, snap *gitstore.Snapshot, manual bool) []*gitstore.Object {
+func (r *GuardReconciler) toApply(g *v1alpha1.Guard, rev string, snap *render.Snapshot, manual bool) []*render.Object {
 	if manual || rev != g.Status.LastAppliedRevision || r.Drift == nil {
 		return snap.Objects
 	}
 	if !g.SelfHealEnabled() {
 		return nil
 	}
-	out := make([]*gitstore.Object, 0, len(snap.Objects))
+	out := make([]*render.Object, 0, len(snap.Objects))
 	for _, o := range snap.Objects {
 		if !r.Drift.Accepted(o.GVK(), o.Key.Namespace, o.Key.Name) {
 			out = append(out, o)
@@ -849,7 +850,7 @@ func inventory(kinds []schema.GroupVersionKind) []v1alpha1.InventoryKind {
 }
 
 func short(rev string) string {
-	return gitstore.ShortRevision(rev)
+	return source.ShortRevision(rev)
 }
 
 func orNone(rev string) string {

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/render"
 )
 
 // HealthSource returns the health of a live object as the drift informer
@@ -75,9 +75,9 @@ type HealthTracker struct {
 	Recheck func(guard string)
 
 	mu       sync.Mutex
-	services map[gitstore.ObjectKey]serviceHealth
+	services map[render.ObjectKey]serviceHealth
 	states   map[string]health.State // guard -> last summarized state
-	applied  map[gitstore.ObjectKey]appliedObject
+	applied  map[render.ObjectKey]appliedObject
 	sweptAt  time.Time // when applied was last rid of old entries
 }
 
@@ -102,13 +102,13 @@ const ServiceRecheck = 5 * time.Second
 
 // Summarize returns the health of the objects of snap, or of the objects
 // spec.healthChecks names.
-func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *gitstore.Snapshot) HealthSummary {
+func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *render.Snapshot) HealthSummary {
 	var targets []healthTarget
 	if len(g.Spec.HealthChecks) > 0 {
 		for _, hc := range g.Spec.HealthChecks {
 			gv, _ := schema.ParseGroupVersion(hc.APIVersion)
 			gvk := gv.WithKind(hc.Kind)
-			targets = append(targets, healthTarget{gvk, gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: hc.Namespace, Name: hc.Name}})
+			targets = append(targets, healthTarget{gvk, render.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: hc.Namespace, Name: hc.Name}})
 		}
 	} else if snap != nil {
 		for _, o := range snap.Objects {
@@ -135,7 +135,7 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 
 // Assess returns the health of objs (a sync wave) without recording it as
 // the Guard's health.
-func (t *HealthTracker) Assess(ctx context.Context, g *v1alpha1.Guard, objs []*gitstore.Object) HealthSummary {
+func (t *HealthTracker) Assess(ctx context.Context, g *v1alpha1.Guard, objs []*render.Object) HealthSummary {
 	targets := make([]healthTarget, 0, len(objs))
 	for _, o := range objs {
 		targets = append(targets, healthTarget{o.GVK(), o.Key})
@@ -145,7 +145,7 @@ func (t *HealthTracker) Assess(ctx context.Context, g *v1alpha1.Guard, objs []*g
 
 type healthTarget struct {
 	gvk schema.GroupVersionKind
-	key gitstore.ObjectKey
+	key render.ObjectKey
 }
 
 func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets []healthTarget) HealthSummary {
@@ -250,7 +250,7 @@ func recheckUnless(r health.Result, after time.Duration) time.Duration {
 
 // read assesses an object the informers do not watch (a health check of a
 // kind Git does not hold) straight from the API server.
-func (t *HealthTracker) read(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key gitstore.ObjectKey) health.Result {
+func (t *HealthTracker) read(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key render.ObjectKey) health.Result {
 	if reader == nil {
 		return health.Result{State: health.Unknown, Message: "not watched"}
 	}
@@ -285,7 +285,7 @@ func (t *HealthTracker) readerFor(ctx context.Context, g *v1alpha1.Guard) client
 
 // cachedService returns the remembered health of a Service, and how long
 // it is kept still: while it is Healthy and unchanged, else for its recheck.
-func (t *HealthTracker) cachedService(key gitstore.ObjectKey, live *unstructured.Unstructured) (health.Result, time.Duration, bool) {
+func (t *HealthTracker) cachedService(key render.ObjectKey, live *unstructured.Unstructured) (health.Result, time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev, ok := t.services[key]
@@ -329,10 +329,10 @@ func (t *HealthTracker) assessServices(ctx context.Context, reader client.Reader
 			continue
 		}
 		r, _ := health.AssessWith(ctx, svc, slices[ns])
-		key := gitstore.KeyOf(svc)
+		key := render.KeyOf(svc)
 		t.mu.Lock()
 		if t.services == nil {
-			t.services = map[gitstore.ObjectKey]serviceHealth{}
+			t.services = map[render.ObjectKey]serviceHealth{}
 		}
 		sh := serviceHealth{resourceVersion: svc.GetResourceVersion(), result: r, at: time.Now(), recheck: ServiceRecheck}
 		if prev, ok := t.services[key]; ok && prev.resourceVersion == sh.resourceVersion && prev.result == r {
@@ -381,10 +381,10 @@ func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, de
 		case !crashing:
 			r = health.Result{State: health.Healthy, Message: "no pod crash-looping"}
 		}
-		key := gitstore.KeyOf(d)
+		key := render.KeyOf(d)
 		t.mu.Lock()
 		if t.services == nil {
-			t.services = map[gitstore.ObjectKey]serviceHealth{}
+			t.services = map[render.ObjectKey]serviceHealth{}
 		}
 		sh := serviceHealth{resourceVersion: d.GetResourceVersion(), result: r, at: time.Now(), recheck: ServiceRecheck}
 		if prev, ok := t.services[key]; ok && prev.resourceVersion == sh.resourceVersion && prev.result.State == r.State {
@@ -398,7 +398,7 @@ func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, de
 }
 
 // Forget drops what is remembered of a Guard and its Services.
-func (t *HealthTracker) Forget(guard string, snap *gitstore.Snapshot) {
+func (t *HealthTracker) Forget(guard string, snap *render.Snapshot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.states, guard)

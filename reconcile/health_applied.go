@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/render"
 )
 
 // appliedObject is what the API server stored for an apply, remembered
@@ -39,9 +39,9 @@ func (t *HealthTracker) Applied(stored *unstructured.Unstructured) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.applied == nil {
-		t.applied = map[gitstore.ObjectKey]appliedObject{}
+		t.applied = map[render.ObjectKey]appliedObject{}
 	}
-	t.applied[gitstore.KeyOf(stored)] = a
+	t.applied[render.KeyOf(stored)] = a
 	// Objects no summary asks about (pruned since, or outside
 	// spec.healthChecks) are dropped once their grace is over.
 	if now.Sub(t.sweptAt) > unobservedGrace {
@@ -58,7 +58,7 @@ func (t *HealthTracker) Applied(stored *unstructured.Unstructured) {
 // hold what the last apply of the object stored: its health book still
 // speaks of the object before the apply (the old image of a Deployment
 // rolled out long ago: Healthy) or of no object at all (Missing).
-func (t *HealthTracker) unobserved(gvk schema.GroupVersionKind, key gitstore.ObjectKey) (health.Result, bool) {
+func (t *HealthTracker) unobserved(gvk schema.GroupVersionKind, key render.ObjectKey) (health.Result, bool) {
 	t.mu.Lock()
 	a, ok := t.applied[key]
 	t.mu.Unlock()

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/render"
 )
 
 // cacheFixture is what the drift informer holds: live objects (as its
@@ -79,9 +79,9 @@ func TestSummarizeWaitsForTheWatchToShowAnApply(t *testing.T) {
 			tr := &HealthTracker{Source: fx, Live: fx}
 			if tc.applied != nil {
 				tr.Applied(tc.applied)
-				a := tr.applied[gitstore.KeyOf(tc.applied)]
+				a := tr.applied[render.KeyOf(tc.applied)]
 				a.at = a.at.Add(-tc.appliedAgo)
-				tr.applied[gitstore.KeyOf(tc.applied)] = a
+				tr.applied[render.KeyOf(tc.applied)] = a
 			}
 			snap := snapshotOf(t, deploy("web", "", "", 0))
 			sum := tr.Summarize(context.Background(), &v1alpha1.Guard{}, snap)
@@ -92,7 +92,7 @@ func TestSummarizeWaitsForTheWatchToShowAnApply(t *testing.T) {
 			if got != tc.want || sum.RecheckAfter != tc.wantRecheck {
 				t.Fatalf("got %q (recheck %s), want %q (recheck %s)", got, sum.RecheckAfter, tc.want, tc.wantRecheck)
 			}
-			if _, still := tr.applied[gitstore.KeyOf(deploy("web", "", "", 0))]; still && tc.wantRecheck == 0 {
+			if _, still := tr.applied[render.KeyOf(deploy("web", "", "", 0))]; still && tc.wantRecheck == 0 {
 				t.Fatalf("the apply is still remembered once the informer's answer stands")
 			}
 		})
@@ -135,13 +135,13 @@ func TestSummarizeWorstStateAndList(t *testing.T) {
 	}
 }
 
-func snapshotOf(t *testing.T, objs ...*unstructured.Unstructured) *gitstore.Snapshot {
+func snapshotOf(t *testing.T, objs ...*unstructured.Unstructured) *render.Snapshot {
 	t.Helper()
-	var list []*gitstore.Object
+	var list []*render.Object
 	for _, u := range objs {
-		list = append(list, gitstore.NewObject(u, gitstore.Source{}))
+		list = append(list, render.NewObject(u, render.Source{}))
 	}
-	snap, err := gitstore.NewSnapshot("http://127.0.0.1/repo.git", "abc", list)
+	snap, err := render.NewSnapshot("http://127.0.0.1/repo.git", "abc", list)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,12 +152,12 @@ func TestAppliedForgetsWhatNoSummaryAsksAbout(t *testing.T) {
 	tr := &HealthTracker{}
 	old := deploy("pruned", "u1", "10", 1)
 	tr.Applied(old)
-	a := tr.applied[gitstore.KeyOf(old)]
+	a := tr.applied[render.KeyOf(old)]
 	a.at = a.at.Add(-2 * unobservedGrace)
-	tr.applied[gitstore.KeyOf(old)] = a
+	tr.applied[render.KeyOf(old)] = a
 	tr.sweptAt = tr.sweptAt.Add(-2 * unobservedGrace)
 	tr.Applied(deploy("web", "u2", "20", 1))
-	if _, ok := tr.applied[gitstore.KeyOf(old)]; ok || len(tr.applied) != 1 {
+	if _, ok := tr.applied[render.KeyOf(old)]; ok || len(tr.applied) != 1 {
 		t.Fatalf("remembered %v, want only web", tr.applied)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // DefaultValuesKey is the key of a ConfigMap or Secret that
@@ -41,11 +41,11 @@ type RenderCluster struct {
 // namespace ns (the guard's own: a reference names no namespace) with c.
 // A missing object or key is skipped when the reference is optional.
 // Errors name the field, the object and the key, never a value.
-func HelmValuesFrom(ctx context.Context, c client.Reader, g *v1alpha1.Guard, ns string) ([]gitstore.HelmValues, error) {
+func HelmValuesFrom(ctx context.Context, c client.Reader, g *v1alpha1.Guard, ns string) ([]render.HelmValues, error) {
 	if g.Spec.Helm == nil || len(g.Spec.Helm.ValuesFrom) == 0 {
 		return nil, nil
 	}
-	var out []gitstore.HelmValues
+	var out []render.HelmValues
 	for i, ref := range g.Spec.Helm.ValuesFrom {
 		field := fmt.Sprintf("spec.helm.valuesFrom[%d]", i)
 		key := ref.ValuesKey
@@ -90,7 +90,7 @@ func HelmValuesFrom(ctx context.Context, c client.Reader, g *v1alpha1.Guard, ns 
 			}
 			return nil, fmt.Errorf("%s: %s %s has no key %s (spec.helm.valuesFrom[%d].valuesKey)", field, ref.Kind, name, key, i)
 		}
-		out = append(out, gitstore.HelmValues{
+		out = append(out, render.HelmValues{
 			From:       fmt.Sprintf("%s (%s %s, key %s)", field, ref.Kind, name, key),
 			Data:       data,
 			TargetPath: ref.TargetPath,
@@ -101,15 +101,15 @@ func HelmValuesFrom(ctx context.Context, c client.Reader, g *v1alpha1.Guard, ns 
 }
 
 // helmPostRenderers turns spec.helm.postRenderers into the render's.
-func helmPostRenderers(h *v1alpha1.HelmSpec) []gitstore.PostRenderer {
-	var out []gitstore.PostRenderer
+func helmPostRenderers(h *v1alpha1.HelmSpec) []render.PostRenderer {
+	var out []render.PostRenderer
 	for _, pr := range h.PostRenderers {
-		var r gitstore.PostRenderer
+		var r render.PostRenderer
 		if pr.Kustomize != nil {
 			for _, p := range pr.Kustomize.Patches {
-				gp := gitstore.Patch{Patch: p.Patch}
+				gp := render.Patch{Patch: p.Patch}
 				if t := p.Target; t != nil {
-					gp.Target = &gitstore.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
+					gp.Target = &render.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
 						Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
 				}
 				r.Patches = append(r.Patches, gp)
@@ -135,7 +135,7 @@ type ClusterCapabilities struct {
 	Log logr.Logger
 
 	mu  sync.Mutex
-	cur *gitstore.Capabilities
+	cur *render.Capabilities
 	at  time.Time
 }
 
@@ -146,7 +146,7 @@ type ClusterCapabilities struct {
 // groups cannot be discovered (an aggregated API that is down), the last
 // complete answer stays in use; without one, the groups that answered are
 // used, as Helm does.
-func (cc *ClusterCapabilities) Get(ctx context.Context) (*gitstore.Capabilities, error) {
+func (cc *ClusterCapabilities) Get(ctx context.Context) (*render.Capabilities, error) {
 	if cc == nil {
 		return nil, nil
 	}
@@ -182,7 +182,7 @@ func (cc *ClusterCapabilities) Get(ctx context.Context) (*gitstore.Capabilities,
 // discoverCapabilities asks the API server for its version and every
 // group version and kind it serves. partial is the error of groups that
 // could not be discovered (the others are in caps).
-func discoverCapabilities(ctx context.Context, d discovery.DiscoveryInterface) (caps *gitstore.Capabilities, partial, err error) {
+func discoverCapabilities(ctx context.Context, d discovery.DiscoveryInterface) (caps *render.Capabilities, partial, err error) {
 	if d == nil {
 		return nil, nil, errors.New("no discovery client")
 	}
@@ -216,5 +216,5 @@ func discoverCapabilities(ctx context.Context, d discovery.DiscoveryInterface) (
 		list = append(list, k)
 	}
 	slices.Sort(list)
-	return &gitstore.Capabilities{KubeVersion: v.GitVersion, APIVersions: list}, partial, nil
+	return &render.Capabilities{KubeVersion: v.GitVersion, APIVersions: list}, partial, nil
 }

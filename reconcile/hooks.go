@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/render"
 )
 
 // hookPoll is how often a running hook is looked at.
@@ -192,8 +192,8 @@ func (a *Applier) labelCreatedJob(ctx context.Context, u *unstructured.Unstructu
 }
 
 // hookKey is the inventory key of a hook as created.
-func hookKey(u *unstructured.Unstructured) gitstore.ObjectKey {
-	return gitstore.ObjectKey{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+func hookKey(u *unstructured.Unstructured) render.ObjectKey {
+	return render.ObjectKey{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 }
 
 // deleteEarlierHook deletes the object named as hook u, when it is one the

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Inventory is what one Guard applied: every object it wrote from Git (or
@@ -26,11 +26,11 @@ import (
 // An Inventory is not safe for concurrent use; the reconciler works on a
 // Clone of the stored one and saves it when Changed.
 type Inventory struct {
-	items map[gitstore.ObjectKey]InventoryItem
+	items map[render.ObjectKey]InventoryItem
 	// hooks are the named hooks the guard created, by UID: only those may
 	// a later run delete (before-hook-creation), never an object someone
 	// labelled as a hook.
-	hooks   map[gitstore.ObjectKey]types.UID
+	hooks   map[render.ObjectKey]types.UID
 	changed bool
 }
 
@@ -44,24 +44,24 @@ type InventoryItem struct {
 
 // NewInventory returns an empty inventory.
 func NewInventory() *Inventory {
-	return &Inventory{items: map[gitstore.ObjectKey]InventoryItem{}, hooks: map[gitstore.ObjectKey]types.UID{}}
+	return &Inventory{items: map[render.ObjectKey]InventoryItem{}, hooks: map[render.ObjectKey]types.UID{}}
 }
 
 // PutHook records that the guard created the hook k with uid.
-func (inv *Inventory) PutHook(k gitstore.ObjectKey, uid types.UID) {
+func (inv *Inventory) PutHook(k render.ObjectKey, uid types.UID) {
 	if uid != "" && inv.hooks[k] != uid {
 		inv.hooks[k], inv.changed = uid, true
 	}
 }
 
 // HookUID is the UID of the hook k the guard created last, if any.
-func (inv *Inventory) HookUID(k gitstore.ObjectKey) (types.UID, bool) {
+func (inv *Inventory) HookUID(k render.ObjectKey) (types.UID, bool) {
 	uid, ok := inv.hooks[k]
 	return uid, ok
 }
 
 // RemoveHook forgets the hook k (deleted).
-func (inv *Inventory) RemoveHook(k gitstore.ObjectKey) {
+func (inv *Inventory) RemoveHook(k render.ObjectKey) {
 	if _, ok := inv.hooks[k]; ok {
 		delete(inv.hooks, k)
 		inv.changed = true
@@ -72,14 +72,14 @@ func (inv *Inventory) RemoveHook(k gitstore.ObjectKey) {
 func (inv *Inventory) Len() int { return len(inv.items) }
 
 // Get returns the entry of an object.
-func (inv *Inventory) Get(k gitstore.ObjectKey) (InventoryItem, bool) {
+func (inv *Inventory) Get(k render.ObjectKey) (InventoryItem, bool) {
 	it, ok := inv.items[k]
 	return it, ok
 }
 
 // Put records that the guard applied the object k at version with uid. An
 // empty uid records nothing.
-func (inv *Inventory) Put(k gitstore.ObjectKey, version string, uid types.UID) {
+func (inv *Inventory) Put(k render.ObjectKey, version string, uid types.UID) {
 	if uid == "" {
 		return
 	}
@@ -117,7 +117,7 @@ func (inv *Inventory) SetWaves(plan *SyncPlan) {
 }
 
 // Remove drops an object from the inventory.
-func (inv *Inventory) Remove(k gitstore.ObjectKey) {
+func (inv *Inventory) Remove(k render.ObjectKey) {
 	if _, ok := inv.items[k]; ok {
 		delete(inv.items, k)
 		inv.changed = true
@@ -134,7 +134,7 @@ func (inv *Inventory) Clone() *Inventory {
 }
 
 // Keys returns the objects of the inventory, sorted.
-func (inv *Inventory) Keys() []gitstore.ObjectKey {
+func (inv *Inventory) Keys() []render.ObjectKey {
 	keys := slices.Collect(maps.Keys(inv.items))
 	slices.SortFunc(keys, compareKeys)
 	return keys
@@ -157,7 +157,7 @@ func (inv *Inventory) Kinds() []schema.GroupVersionKind {
 	return out
 }
 
-func compareKeys(a, b gitstore.ObjectKey) int {
+func compareKeys(a, b render.ObjectKey) int {
 	return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
@@ -261,14 +261,14 @@ func decodeInventory(data []byte) (*Inventory, error) {
 				}
 				it.Wave = w
 			}
-			inv.items[gitstore.ObjectKey{Group: kind.Group, Kind: kind.Kind, Namespace: o[0], Name: o[1]}] = it
+			inv.items[render.ObjectKey{Group: kind.Group, Kind: kind.Kind, Namespace: o[0], Name: o[1]}] = it
 		}
 	}
 	for _, h := range f.Hooks {
 		if len(h) != 5 || h[1] == "" || h[3] == "" || h[4] == "" {
 			return nil, errors.New("decode inventory: a hook without kind, name or uid")
 		}
-		inv.hooks[gitstore.ObjectKey{Group: h[0], Kind: h[1], Namespace: h[2], Name: h[3]}] = types.UID(h[4])
+		inv.hooks[render.ObjectKey{Group: h[0], Kind: h[1], Namespace: h[2], Name: h[3]}] = types.UID(h[4])
 	}
 	return inv, nil
 }

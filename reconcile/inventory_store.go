@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Where and how a Guard's inventory is stored.
@@ -59,8 +59,8 @@ type InventoryStore struct {
 	Log       logr.Logger
 
 	mu      sync.Mutex
-	stored  map[string]storedInventory                      // guard -> last loaded or saved
-	applied map[string]map[gitstore.ObjectKey]InventoryItem // guard -> answers to applies not taken yet
+	stored  map[string]storedInventory                    // guard -> last loaded or saved
+	applied map[string]map[render.ObjectKey]InventoryItem // guard -> answers to applies not taken yet
 }
 
 // storedInventory is a Guard's inventory as it is in the ConfigMap.
@@ -182,19 +182,19 @@ func (s *InventoryStore) Applied(u *unstructured.Unstructured) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.applied == nil {
-		s.applied = map[string]map[gitstore.ObjectKey]InventoryItem{}
+		s.applied = map[string]map[render.ObjectKey]InventoryItem{}
 	}
 	m := s.applied[guard]
 	if m == nil {
-		m = map[gitstore.ObjectKey]InventoryItem{}
+		m = map[render.ObjectKey]InventoryItem{}
 		s.applied[guard] = m
 	}
-	m[gitstore.KeyOf(u)] = InventoryItem{Version: u.GroupVersionKind().Version, UID: u.GetUID()}
+	m[render.KeyOf(u)] = InventoryItem{Version: u.GroupVersionKind().Version, UID: u.GetUID()}
 }
 
 // takeApplied returns the applies recorded for a Guard since the last call,
 // and forgets them.
-func (s *InventoryStore) takeApplied(guard string) map[gitstore.ObjectKey]InventoryItem {
+func (s *InventoryStore) takeApplied(guard string) map[render.ObjectKey]InventoryItem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.applied[guard]

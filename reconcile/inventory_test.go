@@ -12,14 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
-func key(group, kind, ns, name string) gitstore.ObjectKey {
-	return gitstore.ObjectKey{Group: group, Kind: kind, Namespace: ns, Name: name}
+func key(group, kind, ns, name string) render.ObjectKey {
+	return render.ObjectKey{Group: group, Kind: kind, Namespace: ns, Name: name}
 }
 
-func inventoryOf(entries map[gitstore.ObjectKey]InventoryItem) *Inventory {
+func inventoryOf(entries map[render.ObjectKey]InventoryItem) *Inventory {
 	inv := NewInventory()
 	for k, it := range entries {
 		inv.Put(k, it.Version, it.UID)
@@ -32,25 +32,25 @@ func inventoryOf(entries map[gitstore.ObjectKey]InventoryItem) *Inventory {
 func TestInventoryRoundTrip(t *testing.T) {
 	tests := []struct {
 		name    string
-		entries map[gitstore.ObjectKey]InventoryItem
+		entries map[render.ObjectKey]InventoryItem
 	}{
 		{"empty", nil},
-		{"one namespaced object", map[gitstore.ObjectKey]InventoryItem{
+		{"one namespaced object", map[render.ObjectKey]InventoryItem{
 			key("", "ConfigMap", "shop", "cfg"): {"v1", "u-1", 0},
 		}},
-		{"cluster-scoped and namespaced, several kinds", map[gitstore.ObjectKey]InventoryItem{
+		{"cluster-scoped and namespaced, several kinds", map[render.ObjectKey]InventoryItem{
 			key("", "Namespace", "", "shop"):                                             {"v1", "u-ns", 0},
 			key("apps", "Deployment", "shop", "web"):                                     {"v1", "u-web", 0},
 			key("apps", "Deployment", "shop", "api"):                                     {"v1", "u-api", 0},
 			key("apiextensions.k8s.io", "CustomResourceDefinition", "", "w.example.com"): {"v1", "u-crd", 0},
 			key("example.com", "Widget", "shop", "w"):                                    {"v1beta1", "u-w", 0},
 		}},
-		{"objects of sync waves, negative and positive", map[gitstore.ObjectKey]InventoryItem{
+		{"objects of sync waves, negative and positive", map[render.ObjectKey]InventoryItem{
 			key("apps", "Deployment", "shop", "db"):  {"v1", "u-db", -2},
 			key("apps", "Deployment", "shop", "web"): {"v1", "u-web", 3},
 			key("", "Service", "shop", "web"):        {"v1", "u-svc", 0},
 		}},
-		{"one kind at two versions", map[gitstore.ObjectKey]InventoryItem{
+		{"one kind at two versions", map[render.ObjectKey]InventoryItem{
 			key("example.com", "Widget", "a", "x"): {"v1", "u-x", 0},
 			key("example.com", "Widget", "b", "y"): {"v2", "u-y", 0},
 			key("example.com", "Widget", "c", "z"): {"v1", "u-z", 0},
@@ -79,7 +79,7 @@ func TestInventoryRoundTrip(t *testing.T) {
 			}
 			want := tt.entries
 			if want == nil {
-				want = map[gitstore.ObjectKey]InventoryItem{}
+				want = map[render.ObjectKey]InventoryItem{}
 			}
 			if !reflect.DeepEqual(got.items, want) {
 				t.Errorf("decoded %v, want %v", got.items, want)
@@ -143,7 +143,7 @@ func TestInventoryChanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stored := inventoryOf(map[gitstore.ObjectKey]InventoryItem{k: {"v1", "u1", 0}})
+			stored := inventoryOf(map[render.ObjectKey]InventoryItem{k: {"v1", "u1", 0}})
 			inv := stored.Clone()
 			tt.do(inv)
 			if inv.Changed() != tt.want {
@@ -157,7 +157,7 @@ func TestInventoryChanged(t *testing.T) {
 }
 
 func TestInventoryKinds(t *testing.T) {
-	inv := inventoryOf(map[gitstore.ObjectKey]InventoryItem{
+	inv := inventoryOf(map[render.ObjectKey]InventoryItem{
 		key("apps", "Deployment", "a", "x"): {"v1", "1", 0},
 		key("apps", "Deployment", "b", "y"): {"v1", "2", 0},
 		key("", "ConfigMap", "a", "x"):      {"v1", "3", 0},
@@ -199,7 +199,7 @@ func TestInventorySizeAtScale(t *testing.T) {
 // stored hook without one is refused rather than trusted.
 func TestInventoryHooks(t *testing.T) {
 	inv := NewInventory()
-	k := gitstore.ObjectKey{Group: "batch", Kind: "Job", Namespace: "shop", Name: "migrate"}
+	k := render.ObjectKey{Group: "batch", Kind: "Job", Namespace: "shop", Name: "migrate"}
 	inv.PutHook(k, "uid-1")
 	if !inv.Changed() {
 		t.Fatal("a new hook does not change the inventory")

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // CreatedByAnnotation marks a namespace the guard created for a Guard with
@@ -19,7 +19,7 @@ const CreatedByAnnotation = "driftguard.io/created-by"
 
 // missingNamespaces lists the namespaces objects of snap (and hooks) live
 // in that snap does not declare itself, in first-seen order.
-func missingNamespaces(snap *gitstore.Snapshot, hooks []*Hook) []string {
+func missingNamespaces(snap *render.Snapshot, hooks []*Hook) []string {
 	declared := map[string]bool{}
 	for _, o := range snap.Objects {
 		if o.Key.Group == "" && o.Key.Kind == "Namespace" {
@@ -44,7 +44,7 @@ func missingNamespaces(snap *gitstore.Snapshot, hooks []*Hook) []string {
 // EnsureNamespaces creates the namespaces that snap's objects and hooks
 // need and Git does not declare, unless they exist. It returns the ones it
 // created.
-func (a *Applier) EnsureNamespaces(ctx context.Context, guard string, snap *gitstore.Snapshot, hooks []*Hook) ([]string, error) {
+func (a *Applier) EnsureNamespaces(ctx context.Context, guard string, snap *render.Snapshot, hooks []*Hook) ([]string, error) {
 	var created []string
 	for _, name := range missingNamespaces(snap, hooks) {
 		var ns corev1.Namespace

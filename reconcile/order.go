@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Annotations in Git that order a sync (docs/reconciliation.md, "Ordering
@@ -50,7 +50,7 @@ const (
 // Hook is an object of Git that is run at a phase of a sync instead of
 // being applied and kept in sync.
 type Hook struct {
-	Object *gitstore.Object
+	Object *render.Object
 	// Phases the hook runs at, for an install (the Guard's first sync)
 	// and for an upgrade (every later one). Argo CD's hooks run at the
 	// same phase in both; Helm's pre-install and pre-upgrade differ.
@@ -81,7 +81,7 @@ type Wave struct {
 	// Definitions: the wave of Namespaces and CustomResourceDefinitions
 	// that name no wave, applied before every other.
 	Definitions bool
-	Objects     []*gitstore.Object
+	Objects     []*render.Object
 }
 
 // SyncPlan is a revision's objects in the order a sync applies them: its
@@ -130,7 +130,7 @@ func (p *SyncPlan) HooksAt(phase Phase, install bool, wave *int) [][]*Hook {
 // IsHook reports whether Git's object is a hook (Helm's or Argo CD's
 // annotation, whatever its value): such an object is never part of the
 // desired state the guard keeps in sync.
-func IsHook(o *gitstore.Object) bool {
+func IsHook(o *render.Object) bool {
 	ann := o.Obj().GetAnnotations()
 	_, helm := ann[HelmHookAnnotation]
 	_, argo := ann[ArgoHookAnnotation]
@@ -138,14 +138,14 @@ func IsHook(o *gitstore.Object) bool {
 }
 
 // PlanSync orders objs (a rendered revision, as Git has it) into waves and
-// hooks. A bad annotation value is a *gitstore.RenderError (several are
-// gitstore.RenderErrors) at the object's file and line, naming the object,
+// hooks. A bad annotation value is a *render.RenderError (several are
+// render.RenderErrors) at the object's file and line, naming the object,
 // the annotation and the value.
-func PlanSync(objs []*gitstore.Object) (*SyncPlan, error) {
+func PlanSync(objs []*render.Object) (*SyncPlan, error) {
 	p := &SyncPlan{}
-	byWave := map[int][]*gitstore.Object{}
-	var definitions []*gitstore.Object
-	var errs gitstore.RenderErrors
+	byWave := map[int][]*render.Object{}
+	var definitions []*render.Object
+	var errs render.RenderErrors
 	for _, o := range objs {
 		ann := o.Obj().GetAnnotations()
 		wave, explicit, err := waveOf(ann)
@@ -203,20 +203,20 @@ func PlanSync(objs []*gitstore.Object) (*SyncPlan, error) {
 	return p, nil
 }
 
-func isDefinition(k gitstore.ObjectKey) bool {
+func isDefinition(k render.ObjectKey) bool {
 	return (k.Group == "" && k.Kind == "Namespace") || (k.Group == "apiextensions.k8s.io" && k.Kind == "CustomResourceDefinition")
 }
 
-// objectError is a *gitstore.RenderError at the object's file and line,
+// objectError is a *render.RenderError at the object's file and line,
 // naming the object: a problem of the revision's content, like any other
 // render error (driftguard validate lists it).
-func objectError(o *gitstore.Object, err error) *gitstore.RenderError {
-	return &gitstore.RenderError{Path: o.Source.Path, Line: o.Source.Line, Err: fmt.Errorf("%s: %w", o.Key.Display(), err)}
+func objectError(o *render.Object, err error) *render.RenderError {
+	return &render.RenderError{Path: o.Source.Path, Line: o.Source.Line, Err: fmt.Errorf("%s: %w", o.Key.Display(), err)}
 }
 
 // where is "file:line", or "file" where the line is not known (a chart's
 // template).
-func where(src gitstore.Source) string {
+func where(src render.Source) string {
 	if src.Line > 0 {
 		return fmt.Sprintf("%s:%d", src.Path, src.Line)
 	}
@@ -275,7 +275,7 @@ var argoHooks = map[string]Phase{
 // hookOf reads a hook's phases, weight and delete policies. Argo CD's
 // annotations win over Helm's on an object that has both, as in Argo CD.
 // It returns nil for a hook that never runs.
-func hookOf(o *gitstore.Object, ann map[string]string, wave int) (*Hook, error) {
+func hookOf(o *render.Object, ann map[string]string, wave int) (*Hook, error) {
 	h := &Hook{Object: o, Wave: wave}
 	if v, ok := ann[ArgoHookAnnotation]; ok {
 		for t := range strings.SplitSeq(v, ",") {

@@ -9,11 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // gitObj is an object as Git renders it, from file f at line 1.
-func gitObj(apiVersion, kind, name string, ann map[string]string) *gitstore.Object {
+func gitObj(apiVersion, kind, name string, ann map[string]string) *render.Object {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(apiVersion)
 	u.SetKind(kind)
@@ -28,7 +28,7 @@ func gitObj(apiVersion, kind, name string, ann map[string]string) *gitstore.Obje
 	if ann != nil {
 		u.SetAnnotations(ann)
 	}
-	return gitstore.NewObject(u, gitstore.Source{Path: "app/" + strings.ToLower(kind) + ".yaml", Line: 1})
+	return render.NewObject(u, render.Source{Path: "app/" + strings.ToLower(kind) + ".yaml", Line: 1})
 }
 
 func wave(v string) map[string]string { return map[string]string{SyncWaveAnnotation: v} }
@@ -54,28 +54,28 @@ func waveNames(p *SyncPlan) string {
 func TestPlanSyncWaves(t *testing.T) {
 	tests := []struct {
 		name    string
-		objs    []*gitstore.Object
+		objs    []*render.Object
 		want    string
 		ordered bool
 	}{
 		{"no annotations: namespaces and definitions, then the rest",
-			[]*gitstore.Object{gitObj("v1", "ConfigMap", "cfg", nil), gitObj("v1", "Namespace", "shop", nil),
+			[]*render.Object{gitObj("v1", "ConfigMap", "cfg", nil), gitObj("v1", "Namespace", "shop", nil),
 				gitObj("apiextensions.k8s.io/v1", "CustomResourceDefinition", "w.example.com", nil)},
 			"defs: shop w.example.com | 0: cfg", false},
 		{"waves ascending, negative first, file order within a wave",
-			[]*gitstore.Object{gitObj("v1", "Service", "web", wave("2")), gitObj("apps/v1", "Deployment", "web", wave("2")),
+			[]*render.Object{gitObj("v1", "Service", "web", wave("2")), gitObj("apps/v1", "Deployment", "web", wave("2")),
 				gitObj("apps/v1", "Deployment", "db", wave("-1")), gitObj("v1", "ConfigMap", "cfg", nil)},
 			"-1: db | 0: cfg | 2: web web", true},
 		{"Argo CD's annotation is read; driftguard's wins when both are set",
-			[]*gitstore.Object{gitObj("v1", "ConfigMap", "argo", map[string]string{ArgoSyncWaveAnnotation: "5"}),
+			[]*render.Object{gitObj("v1", "ConfigMap", "argo", map[string]string{ArgoSyncWaveAnnotation: "5"}),
 				gitObj("v1", "ConfigMap", "both", map[string]string{ArgoSyncWaveAnnotation: "5", SyncWaveAnnotation: "1"})},
 			"1: both | 5: argo", true},
 		{"a namespace that names a wave is in it; the others come before every wave",
-			[]*gitstore.Object{gitObj("v1", "Namespace", "late", wave("3")), gitObj("v1", "Namespace", "shop", nil),
+			[]*render.Object{gitObj("v1", "Namespace", "late", wave("3")), gitObj("v1", "Namespace", "shop", nil),
 				gitObj("v1", "ConfigMap", "early", wave("-4"))},
 			"defs: shop | -4: early | 3: late", true},
 		{"spaces around the number are allowed, as Argo CD does",
-			[]*gitstore.Object{gitObj("v1", "ConfigMap", "cfg", wave(" 7 "))}, "7: cfg", false},
+			[]*render.Object{gitObj("v1", "ConfigMap", "cfg", wave(" 7 "))}, "7: cfg", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +96,7 @@ func TestPlanSyncWaves(t *testing.T) {
 func TestPlanSyncBadAnnotations(t *testing.T) {
 	tests := []struct {
 		name string
-		obj  *gitstore.Object
+		obj  *render.Object
 		want []string // each must be in the error
 	}{
 		{"a wave that is not a number", gitObj("apps/v1", "Deployment", "web", wave("first")),
@@ -118,7 +118,7 @@ func TestPlanSyncBadAnnotations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := PlanSync([]*gitstore.Object{gitObj("v1", "ConfigMap", "fine", nil), tc.obj})
+			_, err := PlanSync([]*render.Object{gitObj("v1", "ConfigMap", "fine", nil), tc.obj})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -168,7 +168,7 @@ func TestPlanSyncHooks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := gitObj("batch/v1", "Job", "migrate-", tc.ann)
-			p, err := PlanSync([]*gitstore.Object{o, gitObj("v1", "ConfigMap", "cfg", nil)})
+			p, err := PlanSync([]*render.Object{o, gitObj("v1", "ConfigMap", "cfg", nil)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,11 +201,11 @@ func TestPlanSyncHooks(t *testing.T) {
 
 // Hooks of a phase run in groups of one wave and weight, lowest first.
 func TestHooksAtGroups(t *testing.T) {
-	h := func(name, weight, wave string) *gitstore.Object {
+	h := func(name, weight, wave string) *render.Object {
 		return gitObj("batch/v1", "Job", name, map[string]string{HelmHookAnnotation: "pre-install,pre-upgrade", HelmHookWeightAnnotation: weight, SyncWaveAnnotation: wave})
 	}
 	post := gitObj("batch/v1", "Job", "report", map[string]string{HelmHookAnnotation: "post-upgrade"})
-	p, err := PlanSync([]*gitstore.Object{h("c", "1", "0"), h("a", "1", "0"), h("b", "-1", "0"), h("z", "-9", "1"), post})
+	p, err := PlanSync([]*render.Object{h("c", "1", "0"), h("a", "1", "0"), h("b", "-1", "0"), h("z", "-9", "1"), post})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestPruneOrder(t *testing.T) {
 	}
 	items := []labelled{item("", "Namespace", "shop"), item("", "ConfigMap", "cfg"), item("apps", "Deployment", "db"),
 		item("apps", "Deployment", "web"), item("", "Service", "web")}
-	inv := inventoryOf(map[gitstore.ObjectKey]InventoryItem{
+	inv := inventoryOf(map[render.ObjectKey]InventoryItem{
 		items[0].Key: {"v1", "1", 0}, items[1].Key: {"v1", "2", 0}, items[2].Key: {"v1", "3", -1},
 		items[3].Key: {"v1", "4", 2}, items[4].Key: {"v1", "5", 2},
 	})
@@ -257,10 +257,10 @@ func TestPruneOrder(t *testing.T) {
 // first, then every wave of objects and, in a sync of the whole revision,
 // every wave of a Sync hook (even one without objects).
 func TestWaveSteps(t *testing.T) {
-	syncHook := func(name, wave string) *gitstore.Object {
+	syncHook := func(name, wave string) *render.Object {
 		return gitObj("batch/v1", "Job", name, map[string]string{ArgoHookAnnotation: "Sync", ArgoSyncWaveAnnotation: wave})
 	}
-	p, err := PlanSync([]*gitstore.Object{
+	p, err := PlanSync([]*render.Object{
 		gitObj("v1", "Namespace", "shop", nil), gitObj("v1", "ConfigMap", "a", wave("2")), gitObj("v1", "ConfigMap", "b", nil),
 		syncHook("between", "1"), syncHook("with-a", "2"),
 	})
@@ -293,9 +293,9 @@ func TestMissingNamespacesOfHooks(t *testing.T) {
 		o := gitObj("batch/v1", "Job", "migrate", map[string]string{HelmHookAnnotation: "pre-install"})
 		u := o.Obj().DeepCopy()
 		u.SetNamespace(ns)
-		return &Hook{Object: gitstore.NewObject(u, o.Source)}
+		return &Hook{Object: render.NewObject(u, o.Source)}
 	}
-	snap, err := gitstore.NewSnapshot("u", "r", []*gitstore.Object{gitObj("v1", "ConfigMap", "cfg", nil), gitObj("v1", "Namespace", "declared", nil)})
+	snap, err := render.NewSnapshot("u", "r", []*render.Object{gitObj("v1", "ConfigMap", "cfg", nil), gitObj("v1", "Namespace", "declared", nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

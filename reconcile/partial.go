@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // reportPartial writes what a reconcile whose apply failed in part did
@@ -30,7 +30,7 @@ func (r *GuardReconciler) reportPartial(ctx context.Context, a *attempt) {
 
 // appliedOf counts the objects of snap the inventory holds (applied by
 // the guard, now or earlier) and lists their kinds, in the order of snap.
-func appliedOf(snap *gitstore.Snapshot, inv *Inventory) (int, []schema.GroupVersionKind) {
+func appliedOf(snap *render.Snapshot, inv *Inventory) (int, []schema.GroupVersionKind) {
 	if snap == nil || inv == nil {
 		return 0, nil
 	}

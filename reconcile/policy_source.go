@@ -11,8 +11,8 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/source"
 )
 
 // PolicySource is the admission policy kept in Git: the Rego files below
@@ -30,7 +30,7 @@ type PolicySource struct {
 }
 
 // loadPolicy loads the policy of rev once.
-func (r *GuardReconciler) loadPolicy(ctx context.Context, g *v1alpha1.Guard, req gitstore.Request, rev string) {
+func (r *GuardReconciler) loadPolicy(ctx context.Context, g *v1alpha1.Guard, req source.Request, rev string) {
 	p := r.Policy
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -12,14 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Pruned is an object Prune deleted, or kept although it carries the
 // Guard's label.
 type Pruned struct {
 	GVK schema.GroupVersionKind
-	Key gitstore.ObjectKey
+	Key render.ObjectKey
 	UID types.UID
 	// Reason says why a kept object was not deleted.
 	Reason string
@@ -58,13 +58,13 @@ func propagation(policy string) metav1.DeletionPropagation {
 // Objects are deleted in reverse sync wave order (pruneOrder); Namespaces
 // and CRDs go last, after what they held. Inventory entries whose object is
 // gone are dropped.
-func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *gitstore.Snapshot, inv *Inventory, policy metav1.DeletionPropagation) (PruneResult, error) {
+func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *render.Snapshot, inv *Inventory, policy metav1.DeletionPropagation) (PruneResult, error) {
 	kinds = pruneKinds(kinds, inv)
-	inGit := func(k gitstore.ObjectKey) bool { _, ok := snap.Get(k); return ok }
+	inGit := func(k render.ObjectKey) bool { _, ok := snap.Get(k); return ok }
 	var res PruneResult
 	var errs []error
 	listed := map[groupKind]bool{}
-	found := map[gitstore.ObjectKey]bool{}
+	found := map[render.ObjectKey]bool{}
 	var deletes []labelled
 	reader := a.reader()
 	for _, gvk := range kinds {
@@ -82,7 +82,7 @@ func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupV
 		items := make([]labelled, 0, len(list.Items))
 		for i := range list.Items {
 			item := &list.Items[i]
-			key := gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: item.Namespace, Name: item.Name}
+			key := render.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: item.Namespace, Name: item.Name}
 			if found[key] {
 				continue // listed already, at another version
 			}

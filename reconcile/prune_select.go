@@ -6,13 +6,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // labelled is a live object that carries a Guard's label, as Prune lists it.
 type labelled struct {
 	GVK      schema.GroupVersionKind
-	Key      gitstore.ObjectKey
+	Key      render.ObjectKey
 	UID      types.UID
 	Deleting bool // it has a deletionTimestamp
 }
@@ -26,7 +26,7 @@ type prunePlan struct {
 	Keep []Pruned
 	// Drop: inventory entries whose object is gone (another object of the
 	// same name is there now).
-	Drop []gitstore.ObjectKey
+	Drop []render.ObjectKey
 }
 
 // Reasons a labelled object that left Git is kept.
@@ -39,7 +39,7 @@ const (
 // deletes: only those it applied itself (inventory key and UID) that Git no
 // longer holds. An object that merely carries the label is kept and
 // reported; one being deleted already is left alone.
-func planPrune(guard string, items []labelled, inGit func(gitstore.ObjectKey) bool, inv *Inventory) prunePlan {
+func planPrune(guard string, items []labelled, inGit func(render.ObjectKey) bool, inv *Inventory) prunePlan {
 	var p prunePlan
 	for _, it := range items {
 		if inGit(it.Key) || it.Deleting {
@@ -67,8 +67,8 @@ type groupKind struct{ Group, Kind string }
 // whose kind no longer exists): the object is gone, or no longer labelled
 // (and then no longer the guard's to prune). Entries of a kind whose list
 // failed stay, to be looked at again.
-func goneFromInventory(inv *Inventory, inGit func(gitstore.ObjectKey) bool, listed map[groupKind]bool, found map[gitstore.ObjectKey]bool) []gitstore.ObjectKey {
-	var out []gitstore.ObjectKey
+func goneFromInventory(inv *Inventory, inGit func(render.ObjectKey) bool, listed map[groupKind]bool, found map[render.ObjectKey]bool) []render.ObjectKey {
+	var out []render.ObjectKey
 	for _, k := range inv.Keys() {
 		if !inGit(k) && listed[groupKind{k.Group, k.Kind}] && !found[k] {
 			out = append(out, k)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 var cmGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
@@ -20,8 +20,8 @@ func cm(name string, uid types.UID) labelled {
 }
 
 func TestPlanPrune(t *testing.T) {
-	inGit := func(k gitstore.ObjectKey) bool { return k.Name == "in-git" }
-	inv := inventoryOf(map[gitstore.ObjectKey]InventoryItem{
+	inGit := func(k render.ObjectKey) bool { return k.Name == "in-git" }
+	inv := inventoryOf(map[render.ObjectKey]InventoryItem{
 		key("", "ConfigMap", "team", "in-git"):    {"v1", "u-git", 0},
 		key("", "ConfigMap", "team", "applied"):   {"v1", "u-applied", 0},
 		key("", "ConfigMap", "team", "recreated"): {"v1", "u-old", 0},
@@ -68,33 +68,33 @@ func TestPlanPrune(t *testing.T) {
 // TestPlanPruneEmptyInventory: a Guard without an inventory yet (installed
 // before inventories) deletes nothing, whatever carries its label.
 func TestPlanPruneEmptyInventory(t *testing.T) {
-	p := planPrune("shop", []labelled{cm("a", "1"), cm("b", "2")}, func(gitstore.ObjectKey) bool { return false }, NewInventory())
+	p := planPrune("shop", []labelled{cm("a", "1"), cm("b", "2")}, func(render.ObjectKey) bool { return false }, NewInventory())
 	if len(p.Delete) != 0 || len(p.Keep) != 2 {
 		t.Fatalf("plan %+v: want nothing deleted and both kept", p)
 	}
 }
 
 func TestGoneFromInventory(t *testing.T) {
-	inv := inventoryOf(map[gitstore.ObjectKey]InventoryItem{
+	inv := inventoryOf(map[render.ObjectKey]InventoryItem{
 		key("", "ConfigMap", "team", "in-git"): {"v1", "1", 0},
 		key("", "ConfigMap", "team", "listed"): {"v1", "2", 0},
 		key("", "ConfigMap", "team", "gone"):   {"v1", "3", 0},
 		key("apps", "Deployment", "team", "x"): {"v1", "4", 0},
 		key("example.com", "Widget", "", "w"):  {"v1", "5", 0},
 	})
-	inGit := func(k gitstore.ObjectKey) bool { return k.Name == "in-git" }
+	inGit := func(k render.ObjectKey) bool { return k.Name == "in-git" }
 	tests := []struct {
 		name   string
 		listed map[groupKind]bool
-		want   []gitstore.ObjectKey
+		want   []render.ObjectKey
 	}{
 		{"no list answered: nothing dropped", nil, nil},
 		{"ConfigMaps listed: the one not found is dropped, not the one in Git", map[groupKind]bool{{"", "ConfigMap"}: true},
-			[]gitstore.ObjectKey{key("", "ConfigMap", "team", "gone")}},
+			[]render.ObjectKey{key("", "ConfigMap", "team", "gone")}},
 		{"every kind listed (Widget's kind gone)", map[groupKind]bool{{"", "ConfigMap"}: true, {"apps", "Deployment"}: true, {"example.com", "Widget"}: true},
-			[]gitstore.ObjectKey{key("", "ConfigMap", "team", "gone"), key("apps", "Deployment", "team", "x"), key("example.com", "Widget", "", "w")}},
+			[]render.ObjectKey{key("", "ConfigMap", "team", "gone"), key("apps", "Deployment", "team", "x"), key("example.com", "Widget", "", "w")}},
 	}
-	found := map[gitstore.ObjectKey]bool{key("", "ConfigMap", "team", "listed"): true, key("", "ConfigMap", "team", "in-git"): true}
+	found := map[render.ObjectKey]bool{key("", "ConfigMap", "team", "listed"): true, key("", "ConfigMap", "team", "in-git"): true}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := goneFromInventory(inv, inGit, tt.listed, found); !reflect.DeepEqual(got, tt.want) {
@@ -108,7 +108,7 @@ func TestPruneKindsLateAndFromInventory(t *testing.T) {
 	ns := schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	crd := schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	inv := inventoryOf(map[gitstore.ObjectKey]InventoryItem{
+	inv := inventoryOf(map[render.ObjectKey]InventoryItem{
 		key("apps", "Deployment", "a", "x"): {"v1", "1", 0},
 		key("", "ConfigMap", "a", "c"):      {"v1", "2", 0},
 	})

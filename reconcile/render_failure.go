@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/source"
 )
 
 // maxRenderBackoff bounds the wait before a revision that failed to
@@ -35,7 +35,7 @@ func renderBackoff(interval time.Duration, failures int32) time.Duration {
 // that rendered it keeps its own outcome (the fetcher's render cache); a
 // new leader or a restarted process gets the recorded error instead of
 // rendering the revision again.
-func failedRevision(g *v1alpha1.Guard, interval time.Duration, now time.Time) *gitstore.FailedRevision {
+func failedRevision(g *v1alpha1.Guard, interval time.Duration, now time.Time) *source.FailedRevision {
 	f := g.Status.RenderFailure
 	if f == nil || f.ObservedGeneration != g.Generation {
 		return nil
@@ -50,7 +50,7 @@ func failedRevision(g *v1alpha1.Guard, interval time.Duration, now time.Time) *g
 	if !now.Before(until) {
 		return nil
 	}
-	return &gitstore.FailedRevision{Revision: f.Revision, Message: f.Message, Until: until}
+	return &source.FailedRevision{Revision: f.Revision, Message: f.Message, Until: until}
 }
 
 // recordRenderFailure keeps the render error of rev in the Guard's status.
@@ -59,7 +59,7 @@ func failedRevision(g *v1alpha1.Guard, interval time.Duration, now time.Time) *g
 // no status write per reconcile; seen after it, it counts once more and
 // the backoff doubles.
 func recordRenderFailure(g *v1alpha1.Guard, rev string, err error, interval time.Duration, now time.Time) {
-	if errors.Is(err, gitstore.ErrRecordedFailure) {
+	if errors.Is(err, source.ErrRecordedFailure) {
 		return
 	}
 	failures := int32(1)

@@ -10,7 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/source"
 )
 
 func TestRenderBackoff(t *testing.T) {
@@ -85,8 +86,8 @@ func TestFailedRevision(t *testing.T) {
 				t.Fatalf("failedRevision = %+v, want revision bad until %s", got, tt.until)
 			}
 			err := got.ErrFor("bad")
-			var re *gitstore.RenderError
-			if !errors.As(err, &re) || !errors.Is(err, gitstore.ErrRecordedFailure) || !strings.HasPrefix(err.Error(), "apps/x.yaml:1: broken (failed before;") {
+			var re *render.RenderError
+			if !errors.As(err, &re) || !errors.Is(err, source.ErrRecordedFailure) || !strings.HasPrefix(err.Error(), "apps/x.yaml:1: broken (failed before;") {
 				t.Fatalf("ErrFor = %v", err)
 			}
 			if got.ErrFor("good") != nil {
@@ -98,7 +99,7 @@ func TestFailedRevision(t *testing.T) {
 
 func TestRecordRenderFailure(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	rendered := fmt.Errorf("render apps at bad: %w", &gitstore.RenderError{Path: "apps/x.yaml", Line: 1, Err: errors.New("broken")})
+	rendered := fmt.Errorf("render apps at bad: %w", &render.RenderError{Path: "apps/x.yaml", Line: 1, Err: errors.New("broken")})
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(d)) }
 	for _, tt := range []struct {
 		name     string
@@ -114,7 +115,7 @@ func TestRecordRenderFailure(t *testing.T) {
 		{"seen again within the backoff", &v1alpha1.RenderFailure{Revision: "bad", ObservedGeneration: 3, Failures: 1, LastFailure: at(-30 * time.Second)}, "bad", rendered, 1, at(-30 * time.Second)},
 		{"seen again after the backoff", &v1alpha1.RenderFailure{Revision: "bad", ObservedGeneration: 3, Failures: 1, LastFailure: at(-time.Minute)}, "bad", rendered, 2, at(0)},
 		{"the record itself", &v1alpha1.RenderFailure{Revision: "bad", ObservedGeneration: 3, Failures: 3, LastFailure: at(-time.Hour)}, "bad",
-			(&gitstore.FailedRevision{Revision: "bad", Message: "m"}).ErrFor("bad"), 3, at(-time.Hour)},
+			(&source.FailedRevision{Revision: "bad", Message: "m"}).ErrFor("bad"), 3, at(-time.Hour)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "shop", Generation: 3}}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // AgeKeySuffix marks the keys of a decryption Secret that hold age keys.
@@ -26,15 +26,15 @@ const AgeKeySuffix = ".agekey"
 // never a value. It is RenderOptionsIn without a cluster: values of
 // spec.helm.valuesFrom are read with c, charts see Helm's default
 // capabilities.
-func RenderOptions(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (gitstore.RenderOptions, error) {
+func RenderOptions(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (render.RenderOptions, error) {
 	return RenderOptionsIn(ctx, c, g, defaultNamespace, RenderCluster{})
 }
 
 // RenderOptionsIn is RenderOptions with what rc reads from the cluster:
 // the values of spec.helm.valuesFrom, read from defaultNamespace (the
 // guard's own) with rc.Values, and the cluster's capabilities.
-func RenderOptionsIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string, rc RenderCluster) (gitstore.RenderOptions, error) {
-	var opts gitstore.RenderOptions
+func RenderOptionsIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string, rc RenderCluster) (render.RenderOptions, error) {
+	var opts render.RenderOptions
 	vars, fromSecrets, err := Vars(ctx, c, g, defaultNamespace)
 	if err != nil {
 		return opts, err
@@ -62,7 +62,7 @@ func RenderOptionsIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, de
 	if cc := rc.Capabilities; cc != nil {
 		// Asked only when a chart is rendered (a render, or the check
 		// that a cached one still holds), not for every Guard.
-		opts.Helm.CapabilitiesFrom = func() (*gitstore.Capabilities, error) { return cc.Get(ctx) }
+		opts.Helm.CapabilitiesFrom = func() (*render.Capabilities, error) { return cc.Get(ctx) }
 	}
 	if d := g.Spec.Decryption; d != nil {
 		if d.Provider != "" && d.Provider != "sops" {
@@ -87,7 +87,7 @@ func AgeKeys(data map[string][]byte) ([]string, error) {
 		if !strings.HasSuffix(k, AgeKeySuffix) {
 			continue
 		}
-		if err := gitstore.CheckAgeKey(string(data[k])); err != nil {
+		if err := render.CheckAgeKey(string(data[k])); err != nil {
 			return nil, fmt.Errorf("key %s: %w", k, err)
 		}
 		out = append(out, string(data[k]))
@@ -145,14 +145,14 @@ func Vars(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamesp
 			return nil, nil, fmt.Errorf("%s.kind %q is not ConfigMap or Secret", field, ref.Kind)
 		}
 		for k, v := range data {
-			if err := gitstore.CheckVarName(k); err != nil {
+			if err := render.CheckVarName(k); err != nil {
 				return nil, nil, fmt.Errorf("%s: %s %s: key %w", field, strings.ToLower(ref.Kind), key, err)
 			}
 			vars[k], secret[k] = v, ref.Kind == "Secret"
 		}
 	}
 	for k, v := range g.Spec.Vars {
-		if err := gitstore.CheckVarName(k); err != nil {
+		if err := render.CheckVarName(k); err != nil {
 			return nil, nil, fmt.Errorf("spec.vars: %w", err)
 		}
 		vars[k], secret[k] = v, false

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftguard/driftguard/gitstore/sopstest"
+	"github.com/driftguard/driftguard/render/sopstest"
 )
 
 func TestAgeKeys(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // isImmutable reports an update the API server refused because it changes
@@ -29,7 +29,7 @@ func isImmutable(err error) bool {
 
 // replace deletes the object, waits until it is gone, and creates it from
 // Git. (Self-heal may recreate it first, from the same Git; that counts.)
-func (a *Applier) replace(ctx context.Context, o *gitstore.Object) (Action, types.UID, error) {
+func (a *Applier) replace(ctx context.Context, o *render.Object) (Action, types.UID, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(o.GVK())
 	if err := a.reader().Get(ctx, client.ObjectKey{Namespace: o.Key.Namespace, Name: o.Key.Name}, u); err != nil && !IsNotFoundOrGone(err) {

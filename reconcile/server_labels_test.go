@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 func TestServerDefaultedLabels(t *testing.T) {
@@ -120,7 +120,7 @@ spec: {template: {spec: {containers: [{name: m, image: busybox}]}}}`,
 			if err := yaml.Unmarshal([]byte(tc.manifest), &u.Object); err != nil {
 				t.Fatal(err)
 			}
-			plan := &SyncPlan{Hooks: []*Hook{{Object: gitstore.NewObject(u, gitstore.Source{Path: "hook.yaml", Line: 1})}}}
+			plan := &SyncPlan{Hooks: []*Hook{{Object: render.NewObject(u, render.Source{Path: "hook.yaml", Line: 1})}}}
 			hooks := SyncHooks(nil, "g", plan)
 			if got := hooks[0].Object.Obj().GetLabels(); !maps.Equal(got, tc.want) {
 				t.Fatalf("labels %v, want %v", got, tc.want)

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/source"
 )
 
 // InvalidSourceError is a Guard that names no source or more than one, or
@@ -34,20 +34,20 @@ func (e *RenderSettingsError) Unwrap() error { return e.Err }
 // secretRef, and how to render (see RenderOptions). A spec that does not
 // name exactly one source is an *InvalidSourceError. It is RequestIn
 // without a cluster (see RenderOptions).
-func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (gitstore.Request, error) {
+func Request(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (source.Request, error) {
 	return RequestIn(ctx, c, g, defaultNamespace, RenderCluster{})
 }
 
 // RequestIn is Request with what rc reads from the cluster for the render
 // (see RenderOptionsIn).
-func RequestIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string, rc RenderCluster) (gitstore.Request, error) {
+func RequestIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string, rc RenderCluster) (source.Request, error) {
 	req, ref, err := sourceRequest(&g.Spec)
 	if err != nil {
 		return req, err
 	}
-	if req.Kind == gitstore.SourceGit {
+	if req.Kind == source.SourceGit {
 		if req.Auth, err = Auth(ctx, c, g, defaultNamespace); err != nil {
-			if errors.Is(err, gitstore.ErrPlainHTTPCredentials) {
+			if errors.Is(err, source.ErrPlainHTTPCredentials) {
 				return req, fmt.Errorf("guard %s: %w", g.Name, err)
 			}
 			return req, err
@@ -62,7 +62,7 @@ func RequestIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultN
 		if req.Artifact.Credentials, err = Credentials(req.Kind, data, from); err != nil {
 			return req, fmt.Errorf("%s %s: %w", field, secretName(*ref, defaultNamespace), err)
 		}
-		if req.Kind == gitstore.SourceHelmRepository {
+		if req.Kind == source.SourceHelmRepository {
 			if err := req.Artifact.Credentials.CheckURL(req.URL, req.Artifact.Insecure, req.Artifact.Field); err != nil {
 				return req, fmt.Errorf("guard %s: %s %s: %w", g.Name, field, secretName(*ref, defaultNamespace), err)
 			}
@@ -78,7 +78,7 @@ func RequestIn(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultN
 // credentialValues are the secret parts of a request's credentials, which
 // the render marks sensitive so that they never leave in clear (user names
 // and access key IDs are not secret).
-func credentialValues(req gitstore.Request) []string {
+func credentialValues(req source.Request) []string {
 	var out []string
 	if a := req.Auth; a != nil {
 		out = append(out, a.Password, a.BearerToken, string(a.SSHKey), a.SSHKeyPassphrase)
@@ -104,7 +104,7 @@ func SourceURL(g *v1alpha1.Guard) string {
 
 // sourceRequest reads the one source a spec names, and the Secret of its
 // credentials (Git's is read by Auth).
-func sourceRequest(s *v1alpha1.GuardSpec) (gitstore.Request, *v1alpha1.SecretReference, error) {
+func sourceRequest(s *v1alpha1.GuardSpec) (source.Request, *v1alpha1.SecretReference, error) {
 	var named []string
 	for _, f := range []struct {
 		name string
@@ -116,29 +116,29 @@ func sourceRequest(s *v1alpha1.GuardSpec) (gitstore.Request, *v1alpha1.SecretRef
 	}
 	switch {
 	case len(named) == 0:
-		return gitstore.Request{}, nil, &InvalidSourceError{"the Guard names no source: set one of spec.url (Git), spec.git, spec.helmRepository, spec.oci or spec.bucket"}
+		return source.Request{}, nil, &InvalidSourceError{"the Guard names no source: set one of spec.url (Git), spec.git, spec.helmRepository, spec.oci or spec.bucket"}
 	case len(named) > 1:
-		return gitstore.Request{}, nil, &InvalidSourceError{fmt.Sprintf("the Guard names %d sources (%s): keep exactly one", len(named), strings.Join(named, ", "))}
+		return source.Request{}, nil, &InvalidSourceError{fmt.Sprintf("the Guard names %d sources (%s): keep exactly one", len(named), strings.Join(named, ", "))}
 	}
 	if s.URL == "" && (s.Ref != "" || s.SemVer != "" || s.Path != "" || s.SecretRef != nil) {
-		return gitstore.Request{}, nil, &InvalidSourceError{fmt.Sprintf("spec.ref, spec.semver, spec.path and spec.secretRef belong to the Git form spec.url; with %s set them inside it", named[0])}
+		return source.Request{}, nil, &InvalidSourceError{fmt.Sprintf("spec.ref, spec.semver, spec.path and spec.secretRef belong to the Git form spec.url; with %s set them inside it", named[0])}
 	}
 	switch {
 	case s.HelmRepository != nil:
 		h := s.HelmRepository
-		return gitstore.Request{Kind: gitstore.SourceHelmRepository, URL: h.URL, SemVer: h.Version,
-			Artifact: &gitstore.ArtifactSource{Chart: h.Chart, Insecure: h.Insecure, Field: "spec.helmRepository"}}, h.SecretRef, nil
+		return source.Request{Kind: source.SourceHelmRepository, URL: h.URL, SemVer: h.Version,
+			Artifact: &source.ArtifactSource{Chart: h.Chart, Insecure: h.Insecure, Field: "spec.helmRepository"}}, h.SecretRef, nil
 	case s.OCI != nil:
 		o := s.OCI
 		if n := count(o.Tag != "", o.SemVer != "", o.Digest != ""); n > 1 {
-			return gitstore.Request{}, nil, &InvalidSourceError{"spec.oci.tag, spec.oci.semver and spec.oci.digest exclude each other"}
+			return source.Request{}, nil, &InvalidSourceError{"spec.oci.tag, spec.oci.semver and spec.oci.digest exclude each other"}
 		}
 		ref := o.Tag
 		if o.Digest != "" {
 			ref = o.Digest
 		}
-		return gitstore.Request{Kind: gitstore.SourceOCI, URL: o.URL, Ref: ref, SemVer: o.SemVer, Path: o.Path,
-			Artifact: &gitstore.ArtifactSource{Insecure: o.Insecure, Field: "spec.oci"}}, o.SecretRef, nil
+		return source.Request{Kind: source.SourceOCI, URL: o.URL, Ref: ref, SemVer: o.SemVer, Path: o.Path,
+			Artifact: &source.ArtifactSource{Insecure: o.Insecure, Field: "spec.oci"}}, o.SecretRef, nil
 	case s.Bucket != nil:
 		b := s.Bucket
 		scheme := "https"
@@ -149,34 +149,34 @@ func sourceRequest(s *v1alpha1.GuardSpec) (gitstore.Request, *v1alpha1.SecretRef
 		if p := strings.Trim(b.Prefix, "/"); p != "" {
 			u += "/" + p
 		}
-		return gitstore.Request{Kind: gitstore.SourceBucket, URL: u,
-			Artifact: &gitstore.ArtifactSource{Endpoint: b.Endpoint, Bucket: b.Bucket, Prefix: b.Prefix, Region: b.Region, Insecure: b.Insecure, Field: "spec.bucket"}}, b.SecretRef, nil
+		return source.Request{Kind: source.SourceBucket, URL: u,
+			Artifact: &source.ArtifactSource{Endpoint: b.Endpoint, Bucket: b.Bucket, Prefix: b.Prefix, Region: b.Region, Insecure: b.Insecure, Field: "spec.bucket"}}, b.SecretRef, nil
 	}
 	git := s.GitSource()
 	field := "spec.url"
 	if s.Git != nil {
 		field = "spec.git.url"
 	}
-	return gitstore.Request{Kind: gitstore.SourceGit, URL: git.URL, Ref: git.Ref, SemVer: git.SemVer, Path: git.Path, Field: field}, nil, nil
+	return source.Request{Kind: source.SourceGit, URL: git.URL, Ref: git.Ref, SemVer: git.SemVer, Path: git.Path, Field: field}, nil, nil
 }
 
 // PinRevision returns req changed to fetch exactly revision rev, as an
 // earlier fetch of req reported it: a commit SHA (Git), the digest of
 // "tag@sha256:…" (OCI), the version of "chart@1.2.3@sha256:…" (Helm). A
 // bucket keeps no history: ok is false.
-func PinRevision(req gitstore.Request, rev string) (gitstore.Request, bool) {
+func PinRevision(req source.Request, rev string) (source.Request, bool) {
 	switch req.Kind {
-	case gitstore.SourceGit, "":
+	case source.SourceGit, "":
 		req.Ref, req.SemVer = rev, ""
 		return req, true
-	case gitstore.SourceOCI:
+	case source.SourceOCI:
 		i := strings.Index(rev, "sha256:")
 		if i < 0 {
 			return req, false
 		}
 		req.Ref, req.SemVer = rev[i:], ""
 		return req, true
-	case gitstore.SourceHelmRepository:
+	case source.SourceHelmRepository:
 		parts := strings.Split(rev, "@")
 		if len(parts) < 2 || parts[1] == "" {
 			return req, false
@@ -209,23 +209,23 @@ const (
 // OCI registry or chart repository; accessKey, secretKey and optionally
 // sessionToken for a bucket. from names the Secret in messages. Errors name
 // the keys at fault, never a value.
-func Credentials(kind gitstore.SourceKind, data map[string][]byte, from string) (*gitstore.Credentials, error) {
-	cr := &gitstore.Credentials{Secret: from}
-	if kind == gitstore.SourceBucket {
+func Credentials(kind source.SourceKind, data map[string][]byte, from string) (*source.Credentials, error) {
+	cr := &source.Credentials{Secret: from}
+	if kind == source.SourceBucket {
 		cr.AccessKey, cr.SecretKey, cr.SessionToken = string(data[SecretAccessKey]), string(data[SecretSecretKey]), string(data[SecretSessionToken])
 		if cr.AccessKey == "" || cr.SecretKey == "" {
 			return nil, fmt.Errorf("secret needs the keys %q and %q", SecretAccessKey, SecretSecretKey)
 		}
 		return cr, nil
 	}
-	cr.Username, cr.Password = string(data[gitstore.SecretUsername]), string(data[gitstore.SecretPassword])
-	cr.BearerToken = string(data[gitstore.SecretBearerToken])
+	cr.Username, cr.Password = string(data[source.SecretUsername]), string(data[source.SecretPassword])
+	cr.BearerToken = string(data[source.SecretBearerToken])
 	cr.DockerConfig = data[corev1.DockerConfigJsonKey]
 	if cr.Username == "" && cr.Password == "" && cr.BearerToken == "" && len(cr.DockerConfig) == 0 {
-		return nil, fmt.Errorf("secret has none of the keys %q, %q, %q or %q", gitstore.SecretUsername, gitstore.SecretPassword, gitstore.SecretBearerToken, corev1.DockerConfigJsonKey)
+		return nil, fmt.Errorf("secret has none of the keys %q, %q, %q or %q", source.SecretUsername, source.SecretPassword, source.SecretBearerToken, corev1.DockerConfigJsonKey)
 	}
 	if (cr.Username == "") != (cr.Password == "") {
-		return nil, fmt.Errorf("secret keys %q and %q go together", gitstore.SecretUsername, gitstore.SecretPassword)
+		return nil, fmt.Errorf("secret keys %q and %q go together", source.SecretUsername, source.SecretPassword)
 	}
 	return cr, nil
 }
@@ -233,7 +233,7 @@ func Credentials(kind gitstore.SourceKind, data map[string][]byte, from string) 
 // Auth reads the Git credentials a Guard names (spec.secretRef, or
 // spec.git.secretRef), nil when it names none. Errors name the Secret and
 // the key at fault, never a value.
-func Auth(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (*gitstore.Auth, error) {
+func Auth(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (*source.Auth, error) {
 	git := g.Spec.GitSource()
 	if git == nil || git.SecretRef == nil {
 		return nil, nil
@@ -246,7 +246,7 @@ func Auth(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamesp
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
-	auth, err := gitstore.AuthFromSecret(data)
+	auth, err := source.AuthFromSecret(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", field, secretName(*git.SecretRef, defaultNamespace), err)
 	}
@@ -286,7 +286,7 @@ func secretData(ctx context.Context, c client.Reader, ref v1alpha1.SecretReferen
 const ListingReuse = 500 * time.Millisecond
 
 // listingForgetter is a Fetcher that reuses ref listings
-// (gitstore.Request.ListingMaxAge) and drops them on a push.
+// (source.Request.ListingMaxAge) and drops them on a push.
 type listingForgetter interface {
 	ForgetListings(urls []string)
 }

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/source"
 )
 
 // secrets is a client.Reader of a fixed set of Secrets.
@@ -71,7 +71,7 @@ func TestRequestRefusesCredentialsOverPlainHTTP(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, gitstore.ErrPlainHTTPCredentials) || !strings.HasPrefix(err.Error(), tt.want) {
+			if !errors.Is(err, source.ErrPlainHTTPCredentials) || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Fatalf("err = %v\nwant %s…", err, tt.want)
 			}
 			if strings.Contains(err.Error(), "SECRET") {

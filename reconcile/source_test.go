@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/source"
 )
 
 func TestSourceRequest(t *testing.T) {
@@ -14,23 +14,23 @@ func TestSourceRequest(t *testing.T) {
 	tests := []struct {
 		name    string
 		spec    v1alpha1.GuardSpec
-		want    gitstore.Request
+		want    source.Request
 		invalid string
 	}{
 		{"git form", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", Ref: "main", Path: "apps"},
-			gitstore.Request{Kind: gitstore.SourceGit, URL: "https://git.example/infra.git", Ref: "main", Path: "apps", Field: "spec.url"}, ""},
+			source.Request{Kind: source.SourceGit, URL: "https://git.example/infra.git", Ref: "main", Path: "apps", Field: "spec.url"}, ""},
 		{"git struct", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git", SemVer: "^1"}},
-			gitstore.Request{Kind: gitstore.SourceGit, URL: "https://git.example/infra.git", SemVer: "^1", Field: "spec.git.url"}, ""},
+			source.Request{Kind: source.SourceGit, URL: "https://git.example/infra.git", SemVer: "^1", Field: "spec.git.url"}, ""},
 		{"helm repository", v1alpha1.GuardSpec{HelmRepository: &v1alpha1.HelmRepositorySource{URL: "https://charts.example", Chart: "web", Version: "^2"}},
-			gitstore.Request{Kind: gitstore.SourceHelmRepository, URL: "https://charts.example", SemVer: "^2", Artifact: &gitstore.ArtifactSource{Chart: "web", Field: "spec.helmRepository"}}, ""},
+			source.Request{Kind: source.SourceHelmRepository, URL: "https://charts.example", SemVer: "^2", Artifact: &source.ArtifactSource{Chart: "web", Field: "spec.helmRepository"}}, ""},
 		{"oci digest", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://ghcr.io/acme/deploy", Digest: "sha256:abc", Path: "prod", Insecure: true}},
-			gitstore.Request{Kind: gitstore.SourceOCI, URL: "oci://ghcr.io/acme/deploy", Ref: "sha256:abc", Path: "prod", Artifact: &gitstore.ArtifactSource{Insecure: true, Field: "spec.oci"}}, ""},
+			source.Request{Kind: source.SourceOCI, URL: "oci://ghcr.io/acme/deploy", Ref: "sha256:abc", Path: "prod", Artifact: &source.ArtifactSource{Insecure: true, Field: "spec.oci"}}, ""},
 		{"bucket", v1alpha1.GuardSpec{Bucket: &v1alpha1.BucketSource{Endpoint: "minio:9000", Bucket: "infra", Prefix: "/apps/", Region: "eu-1"}},
-			gitstore.Request{Kind: gitstore.SourceBucket, URL: "https://minio:9000/infra/apps", Artifact: &gitstore.ArtifactSource{Endpoint: "minio:9000", Bucket: "infra", Prefix: "/apps/", Region: "eu-1", Field: "spec.bucket"}}, ""},
-		{"none", v1alpha1.GuardSpec{}, gitstore.Request{}, "the Guard names no source"},
-		{"two", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", OCI: &v1alpha1.OCISource{URL: "oci://r/a"}}, gitstore.Request{}, "the Guard names 2 sources (spec.url, spec.oci): keep exactly one"},
-		{"git fields with oci", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://r/a"}, SecretRef: ref}, gitstore.Request{}, "spec.secretRef belong to the Git form spec.url; with spec.oci set them inside it"},
-		{"tag and digest", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://r/a", Tag: "v1", Digest: "sha256:abc"}}, gitstore.Request{}, "exclude each other"},
+			source.Request{Kind: source.SourceBucket, URL: "https://minio:9000/infra/apps", Artifact: &source.ArtifactSource{Endpoint: "minio:9000", Bucket: "infra", Prefix: "/apps/", Region: "eu-1", Field: "spec.bucket"}}, ""},
+		{"none", v1alpha1.GuardSpec{}, source.Request{}, "the Guard names no source"},
+		{"two", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", OCI: &v1alpha1.OCISource{URL: "oci://r/a"}}, source.Request{}, "the Guard names 2 sources (spec.url, spec.oci): keep exactly one"},
+		{"git fields with oci", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://r/a"}, SecretRef: ref}, source.Request{}, "spec.secretRef belong to the Git form spec.url; with spec.oci set them inside it"},
+		{"tag and digest", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://r/a", Tag: "v1", Digest: "sha256:abc"}}, source.Request{}, "exclude each other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,17 +61,17 @@ func TestSourceRequest(t *testing.T) {
 func TestCredentials(t *testing.T) {
 	tests := []struct {
 		name    string
-		kind    gitstore.SourceKind
+		kind    source.SourceKind
 		data    map[string]string
-		want    gitstore.Credentials
+		want    source.Credentials
 		wantErr string
 	}{
-		{"basic", gitstore.SourceOCI, map[string]string{"username": "u", "password": "p"}, gitstore.Credentials{Username: "u", Password: "p"}, ""},
-		{"token", gitstore.SourceHelmRepository, map[string]string{"bearerToken": "t"}, gitstore.Credentials{BearerToken: "t"}, ""},
-		{"username alone", gitstore.SourceOCI, map[string]string{"username": "u"}, gitstore.Credentials{}, `secret keys "username" and "password" go together`},
-		{"nothing usable", gitstore.SourceOCI, map[string]string{"accessKey": "a"}, gitstore.Credentials{}, `secret has none of the keys "username", "password", "bearerToken" or ".dockerconfigjson"`},
-		{"bucket keys", gitstore.SourceBucket, map[string]string{"accessKey": "a", "secretKey": "s"}, gitstore.Credentials{AccessKey: "a", SecretKey: "s"}, ""},
-		{"bucket without secret key", gitstore.SourceBucket, map[string]string{"accessKey": "a"}, gitstore.Credentials{}, `secret needs the keys "accessKey" and "secretKey"`},
+		{"basic", source.SourceOCI, map[string]string{"username": "u", "password": "p"}, source.Credentials{Username: "u", Password: "p"}, ""},
+		{"token", source.SourceHelmRepository, map[string]string{"bearerToken": "t"}, source.Credentials{BearerToken: "t"}, ""},
+		{"username alone", source.SourceOCI, map[string]string{"username": "u"}, source.Credentials{}, `secret keys "username" and "password" go together`},
+		{"nothing usable", source.SourceOCI, map[string]string{"accessKey": "a"}, source.Credentials{}, `secret has none of the keys "username", "password", "bearerToken" or ".dockerconfigjson"`},
+		{"bucket keys", source.SourceBucket, map[string]string{"accessKey": "a", "secretKey": "s"}, source.Credentials{AccessKey: "a", SecretKey: "s"}, ""},
+		{"bucket without secret key", source.SourceBucket, map[string]string{"accessKey": "a"}, source.Credentials{}, `secret needs the keys "accessKey" and "secretKey"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,7 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/source"
 )
 
 // syncBlocked says why a new revision may not be applied now ("" when it
@@ -31,14 +32,14 @@ func syncBlocked(g *v1alpha1.Guard, gate Gate, manual bool, rev string) (reason,
 // appliedSnapshot returns the snapshot of the revision in force, while a
 // newer one waits: the one published already, or fetched by its SHA (after
 // a restart).
-func (r *GuardReconciler) appliedSnapshot(ctx context.Context, g *v1alpha1.Guard, req gitstore.Request) (string, *gitstore.Snapshot, error) {
+func (r *GuardReconciler) appliedSnapshot(ctx context.Context, g *v1alpha1.Guard, req source.Request) (string, *render.Snapshot, error) {
 	applied := g.Status.LastAppliedRevision
 	if snap, ok := r.Store.Snapshot(g.Name); ok && snap.Revision == applied {
 		return applied, snap, nil
 	}
 	pinned, ok := PinRevision(req, applied)
 	if !ok {
-		return "", nil, fmt.Errorf("a %s source cannot fetch an earlier revision (%s) again", req.Kind, gitstore.ShortRevision(applied))
+		return "", nil, fmt.Errorf("a %s source cannot fetch an earlier revision (%s) again", req.Kind, source.ShortRevision(applied))
 	}
 	return r.Fetcher.Fetch(ctx, pinned)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // AsApplied returns desired as the guard's apply over live sends it: with
@@ -58,10 +58,10 @@ func Removals(desired, live *unstructured.Unstructured, opts drift.Options) []dr
 // that carry the label without being the guard's, which are kept. The
 // kinds looked at are the revision's, status.inventory's and the
 // inventory's. It reads with r (a person's rights, in the CLI).
-func PrunePreview(ctx context.Context, r client.Reader, g *v1alpha1.Guard, snap *gitstore.Snapshot, inv *Inventory) (deleted, kept []Pruned, err error) {
-	inGit := func(k gitstore.ObjectKey) bool { _, ok := snap.Get(k); return ok }
+func PrunePreview(ctx context.Context, r client.Reader, g *v1alpha1.Guard, snap *render.Snapshot, inv *Inventory) (deleted, kept []Pruned, err error) {
+	inGit := func(k render.ObjectKey) bool { _, ok := snap.Get(k); return ok }
 	var errs []error
-	found := map[gitstore.ObjectKey]bool{}
+	found := map[render.ObjectKey]bool{}
 	for _, gvk := range pruneKinds(mergeKinds(g.Status.Inventory, snap.Kinds()), inv) {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -75,7 +75,7 @@ func PrunePreview(ctx context.Context, r client.Reader, g *v1alpha1.Guard, snap 
 		items := make([]labelled, 0, len(list.Items))
 		for i := range list.Items {
 			item := &list.Items[i]
-			key := gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: item.Namespace, Name: item.Name}
+			key := render.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: item.Namespace, Name: item.Name}
 			if found[key] {
 				continue
 			}

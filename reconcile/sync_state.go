@@ -8,11 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // SyncStates is what the drift watcher knows of each managed object's
-// sync state (informer.Watcher): OutOfSync with the paths that differ (nil
+// sync state (selfheal.Watcher): OutOfSync with the paths that differ (nil
 // when missing), Unknown with why it cannot be compared, or InSync.
 type SyncStates interface {
 	SyncState(gvk schema.GroupVersionKind, namespace, name string) (state v1alpha1.SyncState, paths []string, reason string)
@@ -28,7 +28,7 @@ const MissingPath = "missing"
 // of each state, and up to maxSyncListed objects that are not in sync,
 // OutOfSync first, each state's in the order of their names. Nil when
 // there is no snapshot or nothing knows the states.
-func SummarizeSync(snap *gitstore.Snapshot, states SyncStates) *v1alpha1.SyncSummary {
+func SummarizeSync(snap *render.Snapshot, states SyncStates) *v1alpha1.SyncSummary {
 	if snap == nil || states == nil {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // stateTable answers SyncState from a table keyed by name.
@@ -28,18 +28,18 @@ func (s stateTable) SyncState(_ schema.GroupVersionKind, _, name string) (v1alph
 	return e.state, e.paths, e.reason
 }
 
-func configMaps(t *testing.T, names ...string) *gitstore.Snapshot {
+func configMaps(t *testing.T, names ...string) *render.Snapshot {
 	t.Helper()
-	objs := make([]*gitstore.Object, 0, len(names))
+	objs := make([]*render.Object, 0, len(names))
 	for _, n := range names {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion("v1")
 		u.SetKind("ConfigMap")
 		u.SetNamespace("ns")
 		u.SetName(n)
-		objs = append(objs, gitstore.NewObject(u, gitstore.Source{Path: n + ".yaml", Line: 1}))
+		objs = append(objs, render.NewObject(u, render.Source{Path: n + ".yaml", Line: 1}))
 	}
-	snap, err := gitstore.NewSnapshot("https://git.example/r.git", "abc", objs)
+	snap, err := render.NewSnapshot("https://git.example/r.git", "abc", objs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestSummarizeSync(t *testing.T) {
 	}{state: v1alpha1.OutOfSync, paths: []string{"/data/a"}}
 	for _, tc := range []struct {
 		name   string
-		snap   *gitstore.Snapshot
+		snap   *render.Snapshot
 		states SyncStates
 		want   *v1alpha1.SyncSummary
 	}{
@@ -103,8 +103,8 @@ func TestSummarizeSync(t *testing.T) {
 
 func TestAppliedOf(t *testing.T) {
 	snap := configMaps(t, "a", "b", "c")
-	key := func(n string) gitstore.ObjectKey {
-		return gitstore.ObjectKey{Kind: "ConfigMap", Namespace: "ns", Name: n}
+	key := func(n string) render.ObjectKey {
+		return render.ObjectKey{Kind: "ConfigMap", Namespace: "ns", Name: n}
 	}
 	for _, tc := range []struct {
 		name  string

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/render"
 )
 
 // waitHealthy sums up health and, with spec.wait, keeps the Guard
@@ -64,7 +64,7 @@ type waitStart struct {
 }
 
 // summarizeHealth sets the Guard's health in its status.
-func (r *GuardReconciler) summarizeHealth(ctx context.Context, g *v1alpha1.Guard, snap *gitstore.Snapshot) HealthSummary {
+func (r *GuardReconciler) summarizeHealth(ctx context.Context, g *v1alpha1.Guard, snap *render.Snapshot) HealthSummary {
 	if r.Health == nil {
 		return HealthSummary{State: health.Healthy}
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/render"
 )
 
 // SyncStepError is a sync that stopped at a step of its order: a hook that
@@ -38,7 +38,7 @@ const wavePoll = time.Second
 
 // applyInOrder applies objs in the revision's order: wave by wave when it
 // has several waves or hooks (applyOrdered), else in the Applier's stages.
-func (r *GuardReconciler) applyInOrder(ctx context.Context, a *attempt, objs []*gitstore.Object, whole bool, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
+func (r *GuardReconciler) applyInOrder(ctx context.Context, a *attempt, objs []*render.Object, whole bool, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
 	if a.plan == nil || !a.plan.Ordered() {
 		return a.applier.ApplyEach(ctx, objs, opts, each)
 	}
@@ -52,7 +52,7 @@ func (r *GuardReconciler) applyInOrder(ctx context.Context, a *attempt, objs []*
 // with spec.wait each wave is healthy before the next one (and before
 // PostSync hooks). When anything fails, the SyncFail hooks run and the
 // sync stops: later waves are not applied.
-func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*gitstore.Object, whole bool, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
+func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*render.Object, whole bool, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
 	deadline := time.Now().Add(r.timeout(a.g))
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d.Add(-waitMargin)
@@ -77,7 +77,7 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 		}
 		return nil
 	}
-	keep := make(map[gitstore.ObjectKey]bool, len(objs))
+	keep := make(map[render.ObjectKey]bool, len(objs))
 	for _, o := range objs {
 		keep[o.Key] = true
 	}
@@ -92,7 +92,7 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 				return fail(err)
 			}
 		}
-		var wobjs []*gitstore.Object
+		var wobjs []*render.Object
 		for _, w := range waves {
 			if w.Number != n.number || w.Definitions != n.definitions {
 				continue
@@ -182,7 +182,7 @@ func waveSteps(p *SyncPlan, install, whole bool) []waveStep {
 }
 
 // waitWave waits until the objects of a wave are healthy.
-func (r *GuardReconciler) waitWave(ctx context.Context, a *attempt, n waveStep, objs []*gitstore.Object, deadline time.Time) error {
+func (r *GuardReconciler) waitWave(ctx context.Context, a *attempt, n waveStep, objs []*render.Object, deadline time.Time) error {
 	if r.Health == nil || len(objs) == 0 {
 		return nil
 	}

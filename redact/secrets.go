@@ -28,7 +28,7 @@ const Marker = "<redacted>"
 
 // Bounds of what one owner (a Guard's revision) may register: beyond
 // them, Set reports false and the caller must not publish what it could
-// not protect (gitstore fails the render).
+// not protect (package render fails the render).
 const (
 	MaxSecretValues = 10000
 	MaxSecretBytes  = 8 << 20
@@ -136,7 +136,7 @@ type Registry struct {
 }
 
 // Secrets is the process's registry: the Guards' snapshots register their
-// values (gitstore.Store), and every sink (audit records, Events,
+// values (render.Store), and every sink (audit records, Events,
 // notifications, admission messages, Guard status, the CLI's output, the
 // process log) scrubs what it sends with it.
 var Secrets = &Registry{}

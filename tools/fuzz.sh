@@ -4,7 +4,7 @@
 #
 #   tools/fuzz.sh                 # each target for FUZZTIME (default 500x)
 #   FUZZTIME=90s FUZZPARALLEL=1 FUZZREPORT=fuzz.tsv tools/fuzz.sh
-#   tools/fuzz.sh ./sources/ ./gitstore/   # only these packages
+#   tools/fuzz.sh ./source/ ./render/   # only these packages
 #
 # FUZZTIME       -fuzztime of each target: a count of inputs (500x) or a
 #                duration (90s). Seed inputs and testdata/fuzz are run

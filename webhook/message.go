@@ -8,16 +8,17 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/source"
 )
 
 // maxShownChanges bounds how many fields a message lists.
 const maxShownChanges = 5
 
 // denialMessage tells the person what owns the object and where to change it.
-func denialMessage(key gitstore.ObjectKey, want *gitstore.Object, req *admissionv1.AdmissionRequest, changes []drift.Change, d policy.Decision) string {
+func denialMessage(key render.ObjectKey, want *render.Object, req *admissionv1.AdmissionRequest, changes []drift.Change, d policy.Decision) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "driftguard: %s is managed by Git (%s). ", key.Display(), sourceName(want.Source))
 	if req.Operation == admissionv1.Delete {
@@ -35,7 +36,7 @@ func denialMessage(key gitstore.ObjectKey, want *gitstore.Object, req *admission
 
 // orphanMessage tells the person that the namespace belongs to Git and the
 // new object does not.
-func orphanMessage(key gitstore.ObjectKey, namespace string, ns *gitstore.Object, d policy.Decision) string {
+func orphanMessage(key render.ObjectKey, namespace string, ns *render.Object, d policy.Decision) string {
 	msg := fmt.Sprintf("driftguard: namespace %s is managed by Git (%s) and %s is not in Git", namespace, sourceName(ns.Source), key.Display())
 	if d.Rule != "" {
 		msg += fmt.Sprintf("; policy %q", d.Rule)
@@ -46,7 +47,7 @@ func orphanMessage(key gitstore.ObjectKey, namespace string, ns *gitstore.Object
 	return msg + ". Add it to Git, next to " + ns.Source.Path + "."
 }
 
-func warningMessage(key gitstore.ObjectKey, want *gitstore.Object, changes []drift.Change, d policy.Decision) string {
+func warningMessage(key render.ObjectKey, want *render.Object, changes []drift.Change, d policy.Decision) string {
 	msg := fmt.Sprintf("driftguard: %s is managed by Git (%s); %s differs from Git", key.Display(), sourceName(want.Source), describeChanges(changes))
 	if d.Reason != "" {
 		msg += ": " + d.Reason
@@ -54,8 +55,8 @@ func warningMessage(key gitstore.ObjectKey, want *gitstore.Object, changes []dri
 	return msg
 }
 
-func sourceName(s gitstore.Source) string {
-	return fmt.Sprintf("%s %s:%d@%s", redact.URL(s.URL), s.Path, s.Line, gitstore.ShortRevision(s.Revision))
+func sourceName(s render.Source) string {
+	return fmt.Sprintf("%s %s:%d@%s", redact.URL(s.URL), s.Path, s.Line, source.ShortRevision(s.Revision))
 }
 
 func describeChanges(changes []drift.Change) string {

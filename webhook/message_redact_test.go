@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // TestSourceNameRedactsURL: the Git source a denial, warning or orphan
@@ -19,7 +19,7 @@ func TestSourceNameRedactsURL(t *testing.T) {
 		{"https://git.example/infra.git", "https://git.example/infra.git apps/web.yaml:3@9f2c1e0"},
 	}
 	for _, tt := range tests {
-		got := sourceName(gitstore.Source{URL: tt.url, Path: "apps/web.yaml", Line: 3, Revision: "9f2c1e0d4b"})
+		got := sourceName(render.Source{URL: tt.url, Path: "apps/web.yaml", Line: 3, Revision: "9f2c1e0d4b"})
 		if got != tt.want || strings.Contains(got, "SECRET") {
 			t.Errorf("sourceName(%s) = %q, want %q", tt.url, got, tt.want)
 		}

@@ -47,7 +47,7 @@ type RegistrarOptions struct {
 	// Client reads straight from the API server (not a cache) and writes.
 	Client client.Client
 	Mapper meta.RESTMapper
-	// Kinds returns the kinds the snapshots hold (gitstore.Store.Kinds).
+	// Kinds returns the kinds the snapshots hold (render.Store.Kinds).
 	Kinds func() []schema.GroupVersionKind
 	// Leftover, when set, returns what the compiled admission policies
 	// leave to the webhooks (Registration.Leftover); nil: they decide all.

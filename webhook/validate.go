@@ -19,9 +19,9 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/render"
 )
 
 // Decider is the policy asked about a change.
@@ -43,7 +43,7 @@ type Settings interface {
 // ValidatorOptions configure a Validator. Store, Policy, Mapper and Audit
 // are required.
 type ValidatorOptions struct {
-	Store    *gitstore.Store
+	Store    *render.Store
 	Policy   Decider
 	Settings Settings
 	// Options, when set, gives the comparison options (ignore rules) for an object.
@@ -203,8 +203,8 @@ func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionReques
 }
 
 // requestKey is the store key of the object a request is about.
-func requestKey(gvk schema.GroupVersionKind, req *admissionv1.AdmissionRequest) gitstore.ObjectKey {
-	key := gitstore.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name}
+func requestKey(gvk schema.GroupVersionKind, req *admissionv1.AdmissionRequest) render.ObjectKey {
+	key := render.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name}
 	if gvk.Group == "" && gvk.Kind == "Namespace" {
 		key.Namespace = "" // the API server gives a Namespace's own name as the request's namespace
 	}
@@ -215,8 +215,8 @@ func requestKey(gvk schema.GroupVersionKind, req *admissionv1.AdmissionRequest) 
 // namespace a Guard owns (one whose Namespace object is in Git): the policy
 // sees it with orphan true and no desired object. Other creates of unknown
 // objects are admitted without asking.
-func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.AdmissionRequest, gvk schema.GroupVersionKind, key gitstore.ObjectKey) reviewed {
-	guard, ns, ok := v.Store.Lookup(gitstore.ObjectKey{Kind: "Namespace", Name: req.Namespace})
+func (v *Validator) reviewOrphan(ctx context.Context, req *admissionv1.AdmissionRequest, gvk schema.GroupVersionKind, key render.ObjectKey) reviewed {
+	guard, ns, ok := v.Store.Lookup(render.ObjectKey{Kind: "Namespace", Name: req.Namespace})
 	if !ok {
 		return reviewed{resp: allowed()}
 	}
@@ -307,7 +307,7 @@ func (v *Validator) managedKind(req *admissionv1.AdmissionRequest) (schema.Group
 // change, not on earlier drift. A CREATE of an object Git has is compared
 // with Git. A scale is the change of replicas. Another subresource (a pod's
 // ephemeral containers, resize) is what it changes in the object.
-func (v *Validator) changesOf(req *admissionv1.AdmissionRequest, want *gitstore.Object) (map[string]any, []drift.Change, error) {
+func (v *Validator) changesOf(req *admissionv1.AdmissionRequest, want *render.Object) (map[string]any, []drift.Change, error) {
 	raw := req.Object.Raw
 	if req.Operation == admissionv1.Delete {
 		raw = req.OldObject.Raw
@@ -427,7 +427,7 @@ func (v *Validator) release() {
 // error or timeout) as the failure policy says, and records it: a change
 // admitted without a decision is a record like any other, and the drift
 // watcher then judges it like any drift (it carries no stamp).
-func (v *Validator) undecided(ctx context.Context, req *admissionv1.AdmissionRequest, gvk schema.GroupVersionKind, guard string, src gitstore.Source, in *policy.Input, changes []drift.Change, why error) reviewed {
+func (v *Validator) undecided(ctx context.Context, req *admissionv1.AdmissionRequest, gvk schema.GroupVersionKind, guard string, src render.Source, in *policy.Input, changes []drift.Change, why error) reviewed {
 	msg := fmt.Sprintf("driftguard could not decide %s of %s %s/%s: %v", req.Operation, req.Kind.Kind, req.Namespace, req.Name, why)
 	resp := denied(msg)
 	if !v.FailClosed {

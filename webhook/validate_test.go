@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/render"
 )
 
 const desiredDeployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop","labels":{"app":"web","driftguard.io/guard":"shop"}},
@@ -35,12 +35,12 @@ func newValidator(t testing.TB, buf *bytes.Buffer) *Validator {
 	}
 	// Numbers as the renderer produces them.
 	u.Object["spec"].(map[string]any)["replicas"] = int64(3)
-	obj := gitstore.NewObject(&u, gitstore.Source{URL: "https://git.example/infra.git", Revision: "9f2c1e0abcdef", Path: "apps/web.yaml", Line: 1})
-	snap, err := gitstore.NewSnapshot("https://git.example/infra.git", "9f2c1e0abcdef", []*gitstore.Object{obj})
+	obj := render.NewObject(&u, render.Source{URL: "https://git.example/infra.git", Revision: "9f2c1e0abcdef", Path: "apps/web.yaml", Line: 1})
+	snap, err := render.NewSnapshot("https://git.example/infra.git", "9f2c1e0abcdef", []*render.Object{obj})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := gitstore.NewStore()
+	store := render.NewStore()
 	store.Set("shop", snap)
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)

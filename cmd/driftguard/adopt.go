@@ -30,11 +30,12 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/gitwrite"
 	"github.com/driftguard/driftguard/gitwrite/yamledit"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/source"
 )
 
 // writeOptions are the flags adopt and rollback share: the cluster, Git
@@ -129,14 +130,14 @@ func (o *writeOptions) remote(ctx context.Context, k *cluster, g *v1alpha1.Guard
 	if o.gitToken == "" {
 		o.gitToken = os.Getenv("DRIFTGUARD_GIT_TOKEN")
 	}
-	var auth *gitstore.Auth
+	var auth *source.Auth
 	switch {
 	case o.gitToken != "" && (o.gitUsername != "" || o.gitPassword != ""):
 		return gitwrite.Remote{}, errors.New("--git-token excludes --git-username and --git-password")
 	case o.gitToken != "":
-		auth = &gitstore.Auth{BearerToken: o.gitToken}
+		auth = &source.Auth{BearerToken: o.gitToken}
 	case o.gitUsername != "" || o.gitPassword != "":
-		auth = &gitstore.Auth{Username: o.gitUsername, Password: o.gitPassword}
+		auth = &source.Auth{Username: o.gitUsername, Password: o.gitPassword}
 	default:
 		var err error
 		if auth, err = reconcile.Auth(ctx, k.client, g, o.secretNamespace); err != nil {
@@ -396,8 +397,8 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 	if why := generated(g); why != "" {
 		return adopted{}, fmt.Errorf("guard %s renders its objects with %s: adopt edits plain YAML only; change the source of the object by hand", g.Name, why)
 	}
-	src := gitstore.Source{URL: git.URL, Revision: c.Base()}
-	objs, err := gitstore.Render(fsys, git.Path, src)
+	src := render.Source{URL: git.URL, Revision: c.Base()}
+	objs, err := render.Render(fsys, git.Path, src)
 	if err != nil {
 		return adopted{}, fmt.Errorf("render %s at %.7s: %w", pathOrRoot(git.Path), c.Base(), err)
 	}
@@ -431,7 +432,7 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 	if err != nil {
 		return adopted{}, err
 	}
-	after, err := gitstore.Render(fsys, want.Source.Path, src)
+	after, err := render.Render(fsys, want.Source.Path, src)
 	if err != nil {
 		return adopted{}, fmt.Errorf("internal: %s does not render after the edit: %w", want.Source.Path, err)
 	}
@@ -445,7 +446,7 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 // findObject returns the rendered object of that kind, namespace and name;
 // an object without a namespace in Git is in "default", as the guard
 // applies it.
-func findObject(objs []*gitstore.Object, gvk schema.GroupVersionKind, ns, name string) *gitstore.Object {
+func findObject(objs []*render.Object, gvk schema.GroupVersionKind, ns, name string) *render.Object {
 	for _, o := range objs {
 		if o.Key.Group != gvk.Group || o.Key.Kind != gvk.Kind || o.Key.Name != name {
 			continue
@@ -557,7 +558,7 @@ func ttlText(left time.Duration) string {
 }
 
 func display(kind, ns, name string) string {
-	return gitstore.ObjectKey{Kind: kind, Namespace: ns, Name: name}.Display()
+	return render.ObjectKey{Kind: kind, Namespace: ns, Name: name}.Display()
 }
 
 func pathOrRoot(p string) string {

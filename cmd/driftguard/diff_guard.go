@@ -18,10 +18,10 @@ import (
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/redact"
-	"github.com/driftguard/driftguard/sources"
+	"github.com/driftguard/driftguard/render"
+	"github.com/driftguard/driftguard/source"
 )
 
 func clusterClient(kubeconfig string) (client.Client, error) {
@@ -78,16 +78,16 @@ func runDirDiff(ctx context.Context, out io.Writer, kubeconfig, dir, ignoreFile 
 	}
 	// Read as the guard reads Git: symbolic links are not followed. The
 	// checkout is rendered before the cluster is asked anything.
-	fsys, err := gitstore.OpenLocalFS(dir)
+	fsys, err := render.OpenLocalFS(dir)
 	if err != nil {
 		return false, err
 	}
 	defer func() { _ = fsys.Close() }()
-	objs, err := gitstore.Render(fsys, ".", gitstore.Source{URL: dir, Revision: "local"})
+	objs, err := render.Render(fsys, ".", render.Source{URL: dir, Revision: "local"})
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", dir, err)
 	}
-	snap, err := gitstore.NewSnapshot(dir, "local", objs)
+	snap, err := render.NewSnapshot(dir, "local", objs)
 	if err != nil {
 		return false, err
 	}
@@ -131,7 +131,7 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 		return false, err
 	}
 	defer os.RemoveAll(cache)
-	rev, snap, err := sources.New(gitstore.NewFetcher(cache, logr.Discard()), cache, logr.Discard()).Fetch(ctx, req)
+	rev, snap, err := source.New(source.NewGitFetcher(cache, logr.Discard()), cache, logr.Discard()).Fetch(ctx, req)
 	if err != nil {
 		return false, fmt.Errorf("revision %s: %w", rev, err)
 	}
@@ -153,7 +153,7 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 // text differs is checked with a server-side dry run, as the guard does,
 // so API server defaults and normalizations are not shown as drift
 // (without the right to patch, the text comparison stands).
-func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sch *schemas.Cache, snap *gitstore.Snapshot, ignore []*drift.Rule) (bool, error) {
+func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sch *schemas.Cache, snap *render.Snapshot, ignore []*drift.Rule) (bool, error) {
 	rev := snap.Revision
 	redact.Secrets.Set(cliSecrets, snap.SensitiveValues())
 	applier := &reconcile.Applier{Client: c, Rules: func(string) []*drift.Rule { return ignore }, Schemas: sch}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
 )
 
 // syncCounts counts objects by sync state, as status.sync does.
@@ -34,7 +34,7 @@ func printRemovals(out io.Writer, object, where string, removed []drift.Change) 
 // carry its label without being its own (kept); it reports whether a sync
 // would delete anything. The inventory is read from the guard's namespace
 // with your rights: without them, diff says so and lists nothing.
-func previewPrune(ctx context.Context, out io.Writer, c client.Client, g *v1alpha1.Guard, namespace string, snap *gitstore.Snapshot) (bool, error) {
+func previewPrune(ctx context.Context, out io.Writer, c client.Client, g *v1alpha1.Guard, namespace string, snap *render.Snapshot) (bool, error) {
 	inv, err := (&reconcile.InventoryStore{Client: c, Namespace: namespace}).Load(ctx, g)
 	if err != nil {
 		fmt.Fprintf(out, "prune: Unknown: cannot read the inventory of guard %s in namespace %s (--namespace): %v\n", g.Name, namespace, err)

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
 )
 
 type eventsOptions struct {
@@ -64,7 +64,7 @@ its objects. The inventories are read from the guard's namespace (-n).`,
 // they belong to.
 type eventSubjects struct {
 	guards  map[string]bool
-	objects map[gitstore.ObjectKey]string
+	objects map[render.ObjectKey]string
 }
 
 func (s eventSubjects) match(ref corev1.ObjectReference) (string, bool) {
@@ -75,7 +75,7 @@ func (s eventSubjects) match(ref corev1.ObjectReference) (string, bool) {
 	if gv.Group == v1alpha1.GroupVersion.Group && ref.Kind == "Guard" {
 		return ref.Name, s.guards[ref.Name]
 	}
-	g, ok := s.objects[gitstore.ObjectKey{Group: gv.Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}]
+	g, ok := s.objects[render.ObjectKey{Group: gv.Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}]
 	return g, ok
 }
 
@@ -121,7 +121,7 @@ func runEvents(ctx context.Context, out io.Writer, o *eventsOptions, now time.Ti
 
 // inventoriesOf reads the inventories of guards from the guard's namespace.
 func inventoriesOf(ctx context.Context, c client.Client, ns string, guards []v1alpha1.Guard) (eventSubjects, error) {
-	s := eventSubjects{guards: map[string]bool{}, objects: map[gitstore.ObjectKey]string{}}
+	s := eventSubjects{guards: map[string]bool{}, objects: map[render.ObjectKey]string{}}
 	store := &reconcile.InventoryStore{Client: c, Namespace: ns, Log: logr.Discard()}
 	for i := range guards {
 		g := &guards[i]

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/render"
 )
 
 // healthOptions are the flags of driftguard health.
@@ -109,16 +109,16 @@ func runHealth(ctx context.Context, o healthOptions, stdin io.Reader, stdout, st
 
 // decodeLiveObjects decodes the objects of file (YAML documents, JSON when
 // file ends in .json, Lists expanded to their items) with the manifest
-// reader of gitstore, so that a live file is read as a Git one is. Errors
+// reader of package render, so that a live file is read as a Git one is. Errors
 // name file and line.
 func decodeLiveObjects(file string, data []byte) ([]*unstructured.Unstructured, error) {
 	name := "objects.yaml"
 	if strings.EqualFold(filepath.Ext(file), ".json") {
 		name = "objects.json"
 	}
-	rendered, err := gitstore.Render(fstest.MapFS{name: {Data: data}}, name, gitstore.Source{})
+	rendered, err := render.Render(fstest.MapFS{name: {Data: data}}, name, render.Source{})
 	if err != nil {
-		var re *gitstore.RenderError
+		var re *render.RenderError
 		if errors.As(err, &re) {
 			re.Path = file
 			return nil, re

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/spf13/cobra"
 
-	"github.com/driftguard/driftguard/sources"
+	"github.com/driftguard/driftguard/source"
 )
 
 type pushArtifactOptions struct {
@@ -45,7 +45,7 @@ token), else those of the Docker config (~/.docker/config.json).`,
 			if !strings.HasPrefix(o.to, "oci://") {
 				return fmt.Errorf("--to %q: want oci://REGISTRY/REPOSITORY:TAG", o.to)
 			}
-			popts := sources.PushOptions{Source: o.source, Revision: o.revision, Insecure: o.insecure}
+			popts := source.PushOptions{Source: o.source, Revision: o.revision, Insecure: o.insecure}
 			switch token := os.Getenv("DRIFTGUARD_REGISTRY_TOKEN"); {
 			case o.creds != "":
 				user, pass, ok := strings.Cut(o.creds, ":")
@@ -56,7 +56,7 @@ token), else those of the Docker config (~/.docker/config.json).`,
 			case token != "":
 				popts.Auth = &authn.Bearer{Token: token}
 			}
-			ref, err := sources.Push(cmd.Context(), args[0], o.to, popts)
+			ref, err := source.Push(cmd.Context(), args[0], o.to, popts)
 			if err != nil {
 				return err
 			}

@@ -13,8 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/driftguard/driftguard/gitstore"
-	"github.com/driftguard/driftguard/sources"
+	"github.com/driftguard/driftguard/source"
 	"github.com/driftguard/driftguard/test/sourceserver"
 )
 
@@ -55,9 +54,9 @@ func TestPushArtifact(t *testing.T) {
 	digest := strings.TrimSpace(out[strings.Index(out, "@")+1:])
 
 	cache := t.TempDir()
-	f := sources.New(gitstore.NewFetcher(filepath.Join(cache, "git"), logr.Discard()), cache, logr.Discard())
-	rev, snap, err := f.Fetch(context.Background(), gitstore.Request{Kind: gitstore.SourceOCI, URL: reg.URL("shop"), Ref: "v1", Path: "apps",
-		Artifact: &gitstore.ArtifactSource{Insecure: true, Field: "spec.oci", Credentials: &gitstore.Credentials{Username: "ci", Password: "push-pass"}}})
+	f := source.New(source.NewGitFetcher(filepath.Join(cache, "git"), logr.Discard()), cache, logr.Discard())
+	rev, snap, err := f.Fetch(context.Background(), source.Request{Kind: source.SourceOCI, URL: reg.URL("shop"), Ref: "v1", Path: "apps",
+		Artifact: &source.ArtifactSource{Insecure: true, Field: "spec.oci", Credentials: &source.Credentials{Username: "ci", Password: "push-pass"}}})
 	if err != nil || rev != "v1@"+digest || len(snap.Objects) != 1 || snap.Objects[0].Source.Path != "apps/cm.yaml" {
 		t.Fatalf("fetch the pushed artifact: %s %v", rev, err)
 	}
@@ -73,8 +72,8 @@ func TestPushArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Config.MediaType != sources.FluxConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != sources.FluxContentMediaType ||
-		m.Annotations[sources.AnnotationSource] != "https://git.example/shop.git" || m.Annotations[sources.AnnotationRevision] != "main@sha1:abc" || m.Annotations[sources.AnnotationCreated] == "" {
+	if m.Config.MediaType != source.FluxConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != source.FluxContentMediaType ||
+		m.Annotations[source.AnnotationSource] != "https://git.example/shop.git" || m.Annotations[source.AnnotationRevision] != "main@sha1:abc" || m.Annotations[source.AnnotationCreated] == "" {
 		t.Fatalf("manifest %+v", m)
 	}
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/render"
 )
 
 // cliSecrets is the owner, in redact.Secrets, of the secret values of what
@@ -11,7 +11,7 @@ const cliSecrets = "driftguard-cli"
 
 // registerSecrets registers the secret values of objs' renders (decrypted
 // SOPS values, variables from Secrets, data of Secrets) for this process.
-func registerSecrets(objs []*gitstore.Object) {
+func registerSecrets(objs []*render.Object) {
 	var all []string
 	seen := map[*redact.Sensitive]bool{}
 	for _, o := range objs {

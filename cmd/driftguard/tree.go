@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
 )
 
 func newTreeCommand() *cobra.Command {
@@ -64,7 +64,7 @@ object has its sync state and its health:
 
 // treeEntry is one managed object and its states.
 type treeEntry struct {
-	key    gitstore.ObjectKey
+	key    render.ObjectKey
 	sync   string
 	health string
 }
@@ -104,7 +104,7 @@ func runTree(ctx context.Context, out io.Writer, o *clusterOptions, name string)
 }
 
 // syncStates returns the sync state of an object as status.sync gives it.
-func syncStates(s *v1alpha1.SyncSummary) func(gitstore.ObjectKey) string {
+func syncStates(s *v1alpha1.SyncSummary) func(render.ObjectKey) string {
 	listed := map[string]string{}
 	complete := false
 	if s != nil {
@@ -120,7 +120,7 @@ func syncStates(s *v1alpha1.SyncSummary) func(gitstore.ObjectKey) string {
 		}
 		complete = len(s.Objects) >= s.OutOfSync+s.Unknown
 	}
-	return func(k gitstore.ObjectKey) string {
+	return func(k render.ObjectKey) string {
 		switch st, ok := listed[k.Display()]; {
 		case ok:
 			return st
@@ -134,7 +134,7 @@ func syncStates(s *v1alpha1.SyncSummary) func(gitstore.ObjectKey) string {
 }
 
 // liveHealth assesses the live object now with the built-in rules.
-func liveHealth(ctx context.Context, c client.Client, lookup health.Lookup, gvk schema.GroupVersionKind, k gitstore.ObjectKey) string {
+func liveHealth(ctx context.Context, c client.Client, lookup health.Lookup, gvk schema.GroupVersionKind, k render.ObjectKey) string {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, u)

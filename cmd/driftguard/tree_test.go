@@ -4,15 +4,15 @@ import (
 	"testing"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // TestSyncStates: the sync state tree guard gives an object from the
 // Guard's status.sync, which names at most 20 objects not in sync.
 func TestSyncStates(t *testing.T) {
-	cm := gitstore.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "settings"}
-	ns := gitstore.ObjectKey{Kind: "Namespace", Name: "shop"}
-	crd := gitstore.ObjectKey{Group: "example.com", Kind: "Widget", Namespace: "shop", Name: "w"}
+	cm := render.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "settings"}
+	ns := render.ObjectKey{Kind: "Namespace", Name: "shop"}
+	crd := render.ObjectKey{Group: "example.com", Kind: "Widget", Namespace: "shop", Name: "w"}
 	listed := []v1alpha1.ObjectSync{
 		{Object: "ConfigMap shop/settings", State: v1alpha1.OutOfSync, Paths: []string{"/data/a", "/data/b"}},
 		{Object: "Widget shop/w", State: v1alpha1.Unknown, Reason: "kind not served"},
@@ -20,7 +20,7 @@ func TestSyncStates(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		sum  *v1alpha1.SyncSummary
-		key  gitstore.ObjectKey
+		key  render.ObjectKey
 		want string
 	}{
 		{"not compared yet", nil, cm, "-"},

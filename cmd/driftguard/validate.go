@@ -22,9 +22,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/render"
 )
 
 // validateOptions are the flags of driftguard validate.
@@ -38,11 +38,11 @@ type validateOptions struct {
 	guard          string
 	kubeconfig     string
 	guardNamespace string
-	limits         gitstore.Limits
+	limits         render.Limits
 }
 
 func newValidateCommand() *cobra.Command {
-	o := &validateOptions{limits: gitstore.DefaultLimits()}
+	o := &validateOptions{limits: render.DefaultLimits()}
 	cmd := &cobra.Command{
 		Use:   "validate [PATH]",
 		Short: "Render a local checkout as the guard would and report every problem with file and line",
@@ -89,7 +89,7 @@ validate cannot run (bad flags, unreachable cluster).`,
 	f.StringArrayVar(&o.vars, "vars", nil, "a substitution variable NAME=VALUE (repeatable); turns substitution on")
 	f.StringArrayVar(&o.varsFiles, "vars-file", nil, "a YAML or JSON map of substitution variables (repeatable, later files win); turns substitution on")
 	f.StringArrayVar(&o.helmValues, "helm-values", nil, "a Helm values file, relative to the chart folder as in spec.helm.valuesFiles (repeatable, in order)")
-	f.StringVar(&o.releaseName, "release-name", "", "Helm release name (default: the Guard's name, or "+gitstore.DefaultReleaseName+")")
+	f.StringVar(&o.releaseName, "release-name", "", "Helm release name (default: the Guard's name, or "+render.DefaultReleaseName+")")
 	f.StringVar(&o.releaseNS, "release-namespace", "", "Helm release namespace (default: the Guard's spec.helm.namespace, or default)")
 	f.StringArrayVar(&o.ageKeyFiles, "age-key-file", nil, "a file of age identities (age-keygen output) that decrypts SOPS files (repeatable)")
 	f.StringVar(&o.guard, "guard", "", "take the render settings from this Guard in the cluster (needs --kubeconfig or $KUBECONFIG)")
@@ -141,19 +141,19 @@ func runValidate(ctx context.Context, out io.Writer, dir string, o *validateOpti
 
 	// The checkout is read as the guard reads Git: symbolic links are not
 	// followed, so no file outside it is read.
-	fsys, err := gitstore.OpenLocalFS(root)
+	fsys, err := render.OpenLocalFS(root)
 	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = fsys.Close() }()
 	var problems []problem
-	objs, err := gitstore.RenderAll(fsys, rel, gitstore.Source{URL: root, Revision: "local"}, opts)
+	objs, err := render.RenderAll(fsys, rel, render.Source{URL: root, Revision: "local"}, opts)
 	registerSecrets(objs)
 	problems = append(problems, renderProblems(err)...)
 	if err != nil && len(problems) == 0 {
 		return 0, err // not a problem of the files: a bad key or variable name
 	}
-	snap, err := gitstore.NewSnapshot(root, "local", objs)
+	snap, err := render.NewSnapshot(root, "local", objs)
 	if err != nil {
 		problems = append(problems, renderProblems(err)...)
 		snap = nil
@@ -250,8 +250,8 @@ func repositoryRoot(dir string) (root, rel string, err error) {
 
 // renderOptions builds the render options from the Guard (with --guard)
 // and the flags over them.
-func (o *validateOptions) renderOptions(ctx context.Context, c client.Client) (gitstore.RenderOptions, *v1alpha1.Guard, error) {
-	var opts gitstore.RenderOptions
+func (o *validateOptions) renderOptions(ctx context.Context, c client.Client) (render.RenderOptions, *v1alpha1.Guard, error) {
+	var opts render.RenderOptions
 	var guard *v1alpha1.Guard
 	if o.guard != "" {
 		guard = &v1alpha1.Guard{}
@@ -294,7 +294,7 @@ func (o *validateOptions) renderOptions(ctx context.Context, c client.Client) (g
 			vars[k] = v
 		}
 		for k := range vars {
-			if err := gitstore.CheckVarName(k); err != nil {
+			if err := render.CheckVarName(k); err != nil {
 				return opts, nil, err
 			}
 		}
@@ -316,7 +316,7 @@ func (o *validateOptions) renderOptions(ctx context.Context, c client.Client) (g
 		if err != nil {
 			return opts, nil, err
 		}
-		if err := gitstore.CheckAgeKey(string(data)); err != nil {
+		if err := render.CheckAgeKey(string(data)); err != nil {
 			return opts, nil, fmt.Errorf("--age-key-file %s: %w", f, err)
 		}
 		opts.AgeKeys = append(opts.AgeKeys, string(data))
@@ -326,8 +326,8 @@ func (o *validateOptions) renderOptions(ctx context.Context, c client.Client) (g
 
 // renderProblems lists the RenderErrors in err.
 func renderProblems(err error) []problem {
-	var list gitstore.RenderErrors
-	var one *gitstore.RenderError
+	var list render.RenderErrors
+	var one *render.RenderError
 	switch {
 	case err == nil:
 		return nil
@@ -346,7 +346,7 @@ func renderProblems(err error) []problem {
 // clusterProblems checks every object against the cluster: its kind must be
 // known (or defined by a CRD of the same render), and the API server must
 // accept it in a server-side dry run of the apply the guard would make.
-func clusterProblems(ctx context.Context, c client.Client, snap *gitstore.Snapshot, guard string, createNamespace bool) ([]problem, error) {
+func clusterProblems(ctx context.Context, c client.Client, snap *render.Snapshot, guard string, createNamespace bool) ([]problem, error) {
 	// Kinds and namespaces this render brings itself.
 	defined := sets.New[string]()
 	namespaces := sets.New[string]()
@@ -361,7 +361,7 @@ func clusterProblems(ctx context.Context, c client.Client, snap *gitstore.Snapsh
 		}
 	}
 	var problems []problem
-	var known []*gitstore.Object
+	var known []*render.Object
 	for _, o := range snap.Objects {
 		gvk := o.GVK()
 		_, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -399,8 +399,8 @@ func clusterProblems(ctx context.Context, c client.Client, snap *gitstore.Snapsh
 
 // decorated gives the objects the guard's label and the default
 // namespace, as the guard applies them.
-func decorated(c client.Client, guard string, objs []*gitstore.Object) []*gitstore.Object {
-	snap, err := gitstore.NewSnapshot("", "", objs)
+func decorated(c client.Client, guard string, objs []*render.Object) []*render.Object {
+	snap, err := render.NewSnapshot("", "", objs)
 	if err != nil {
 		return objs
 	}

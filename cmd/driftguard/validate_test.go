@@ -19,7 +19,7 @@ import (
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
-	"github.com/driftguard/driftguard/gitstore/sopstest"
+	"github.com/driftguard/driftguard/render/sopstest"
 )
 
 // writeRepo writes files into a new Git checkout (a folder with .git) and

@@ -40,7 +40,7 @@ type candidate struct {
 type identity struct{ kind, name, namespace string }
 
 // candidates lists the objects of a file in order. Empty documents (nothing
-// or only comments) are skipped, as gitstore skips them.
+// or only comments) are skipped, as package render skips them.
 func candidates(docs []*yaml.Node) []candidate {
 	var out []candidate
 	for i, d := range docs {

@@ -24,7 +24,7 @@ type Op struct {
 // Target names the object to edit in a file.
 type Target struct {
 	// Line is the 1-based line where the object's document, or its element
-	// of a List's items, starts: gitstore.Source.Line.
+	// of a List's items, starts: render.Source.Line.
 	Line int
 	// Kind and Name, when set, must be those of the object at Line; when no
 	// object starts at Line (the file changed), the one object with this

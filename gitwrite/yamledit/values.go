@@ -7,8 +7,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/jsonvalue"
+	"github.com/driftguard/driftguard/render"
 )
 
 // maxValues bounds what one document may expand to through aliases.
@@ -16,7 +16,7 @@ const maxValues = 1 << 20
 
 // valueOf turns a node into a JSON-compatible value, as the guard's
 // renderer does.
-func valueOf(n *yaml.Node) (any, error) { return gitstore.YAMLValue(n) }
+func valueOf(n *yaml.Node) (any, error) { return render.YAMLValue(n) }
 
 // mergeSources returns the mappings a merge key's value names.
 func mergeSources(v *yaml.Node) []*yaml.Node {

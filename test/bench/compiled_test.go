@@ -26,7 +26,7 @@ import (
 	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/test/bench/report"
 	"github.com/driftguard/driftguard/test/harness"
 )
@@ -345,15 +345,15 @@ func sizeFigures(b *testing.B) {
 	}
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	kinds := []struct{ apiVersion, kind string }{{"v1", "ConfigMap"}, {"v1", "Service"}, {"v1", "Secret"}, {"v1", "ServiceAccount"}, {"apps/v1", "Deployment"}}
-	snapshot := func(guard string, n int) *gitstore.Snapshot {
-		objs := make([]*gitstore.Object, 0, n)
+	snapshot := func(guard string, n int) *render.Snapshot {
+		objs := make([]*render.Object, 0, n)
 		for i := range n {
 			k := kinds[i%len(kinds)]
 			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": k.apiVersion, "kind": k.kind,
 				"metadata": map[string]any{"name": fmt.Sprintf("%s-object-%05d", guard, i), "namespace": guard}}}
-			objs = append(objs, gitstore.NewObject(u, gitstore.Source{Path: fmt.Sprintf("apps/%s/%s/object-%05d.yaml", guard, strings.ToLower(k.kind), i), Line: 1}))
+			objs = append(objs, render.NewObject(u, render.Source{Path: fmt.Sprintf("apps/%s/%s/object-%05d.yaml", guard, strings.ToLower(k.kind), i), Line: 1}))
 		}
-		s, err := gitstore.NewSnapshot("https://git.example.com/platform/"+guard+".git", "0123456789abcdef0123456789abcdef01234567", objs)
+		s, err := render.NewSnapshot("https://git.example.com/platform/"+guard+".git", "0123456789abcdef0123456789abcdef01234567", objs)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,13 +12,13 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/source"
 	"github.com/driftguard/driftguard/test/bench/report"
 )
 
 // BenchmarkGitCacheSize: a Guard follows a branch of the loopback Git
 // server through 1,000 pushes (200 with -quick), each changing one of 40
-// files of 1,000 ConfigMaps, and gitstore.Fetcher fetches every one with
+// files of 1,000 ConfigMaps, and source.GitFetcher fetches every one with
 // the guard's default options. The figure is the size of the repository's
 // cache after the last fetch; the target, the bound --git-cache-max-packs
 // sets: that many times the most one fetch added to the cache (each fetch
@@ -52,9 +52,9 @@ func BenchmarkGitCacheSize(b *testing.B) {
 		}
 	}
 	cacheDir := filepath.Join(dir, "cache")
-	f := gitstore.NewFetcher(cacheDir, logr.Discard())
-	f.SetOptions(gitstore.DefaultFetchOptions())
-	req := gitstore.Request{URL: git.URL("cache"), Ref: "main"}
+	f := source.NewGitFetcher(cacheDir, logr.Discard())
+	f.SetOptions(source.DefaultFetchOptions())
+	req := source.Request{URL: git.URL("cache"), Ref: "main"}
 	ctx := context.Background()
 
 	var (
@@ -97,7 +97,7 @@ func BenchmarkGitCacheSize(b *testing.B) {
 	took := time.Since(began)
 	kib := func(n int64) float64 { return float64(n) / 1024 }
 	printTable(fmt.Sprintf("BenchmarkGitCacheSize: %d commits to one repository (1,000 ConfigMaps in 40 files, one file changed a commit), each fetched, --%s=%d",
-		commits, gitstore.FlagGitCacheMaxPacks, gitstore.DefaultMaxCachePacks),
+		commits, source.FlagGitCacheMaxPacks, source.DefaultMaxCachePacks),
 		[]string{"figure", "value"}, [][]string{
 			{fmt.Sprintf("cache after %d commits (KiB)", commits), fmt.Sprintf("%.0f", kib(size))},
 			{"after the first fetch / the most over all (KiB)", fmt.Sprintf("%.0f / %.0f", kib(first), kib(most))},
@@ -108,9 +108,9 @@ func BenchmarkGitCacheSize(b *testing.B) {
 		})
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(kib(size), "cache-KiB")
-	bound := float64(gitstore.DefaultMaxCachePacks) * kib(largest)
+	bound := float64(source.DefaultMaxCachePacks) * kib(largest)
 	note := fmt.Sprintf("%d commits fetched one by one; target: --%s (%d) × the most one fetch added (%.1f KiB); baseline: every pack fetched, kept (no bound)",
-		commits, gitstore.FlagGitCacheMaxPacks, gitstore.DefaultMaxCachePacks, kib(largest))
+		commits, source.FlagGitCacheMaxPacks, source.DefaultMaxCachePacks, kib(largest))
 	figure(b, withNote(report.NewFigure(fmt.Sprintf("git_cache_after_%d_commits", commits), kib(size), "KiB", report.AtMost, bound).WithBaseline(kib(unbounded), "KiB"), note))
 }
 

@@ -16,11 +16,11 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/source"
 	"github.com/driftguard/driftguard/test/bench/report"
 )
 
-// BenchmarkGitNoopFetch: gitstore.Fetcher.Fetch of a remote that has not
+// BenchmarkGitNoopFetch: source.GitFetcher.Fetch of a remote that has not
 // changed since the last fetch (a repository of 1,000 ConfigMaps in 40
 // files on the loopback Git server), which must cost one reference listing
 // and no fetch; side by side with `git ls-remote` of the same URL, the
@@ -69,8 +69,8 @@ func BenchmarkGitNoopFetch(b *testing.B) {
 	url := "http://" + front.Addr().String() + "/noop.git"
 
 	ctx := context.Background()
-	f := gitstore.NewFetcher(filepath.Join(dir, "cache"), logr.Discard())
-	req := gitstore.Request{URL: url, Ref: "main"}
+	f := source.NewGitFetcher(filepath.Join(dir, "cache"), logr.Discard())
+	req := source.Request{URL: url, Ref: "main"}
 	if got, snap, err := f.Fetch(ctx, req); err != nil || got != rev || len(snap.Objects) != 1000 {
 		b.Fatalf("first fetch: %s %v (%v objects)", got, err, snap)
 	}

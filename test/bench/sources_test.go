@@ -13,8 +13,7 @@ import (
 
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/gitstore"
-	"github.com/driftguard/driftguard/sources"
+	"github.com/driftguard/driftguard/source"
 	"github.com/driftguard/driftguard/test/bench/report"
 	"github.com/driftguard/driftguard/test/sourceserver"
 )
@@ -36,9 +35,9 @@ func BenchmarkSourceNoOp(b *testing.B) {
 	bin := devenv.DefaultBinDir()
 	kinds := []struct {
 		name  string
-		setup func(b *testing.B) (gitstore.Request, *sourceserver.Front)
+		setup func(b *testing.B) (source.Request, *sourceserver.Front)
 	}{
-		{"git", func(b *testing.B) (gitstore.Request, *sourceserver.Front) {
+		{"git", func(b *testing.B) (source.Request, *sourceserver.Front) {
 			srv, err := gitserver.Start(b.TempDir())
 			if err != nil {
 				b.Skipf("git server: %v", err)
@@ -58,9 +57,9 @@ func BenchmarkSourceNoOp(b *testing.B) {
 			}
 			front := startFront(b, srv.Handler())
 			u := srv.URL("bench")
-			return gitstore.Request{URL: "http://" + front.Addr() + u[strings.LastIndex(u, "/"):], Ref: "main"}, front
+			return source.Request{URL: "http://" + front.Addr() + u[strings.LastIndex(u, "/"):], Ref: "main"}, front
 		}},
-		{"oci", func(b *testing.B) (gitstore.Request, *sourceserver.Front) {
+		{"oci", func(b *testing.B) (source.Request, *sourceserver.Front) {
 			reg, err := sourceserver.StartRegistry()
 			if err != nil {
 				b.Fatal(err)
@@ -69,13 +68,13 @@ func BenchmarkSourceNoOp(b *testing.B) {
 			if _, err := reg.PushFiles(ctx, "bench", "v1", manifests); err != nil {
 				b.Fatal(err)
 			}
-			return gitstore.Request{Kind: gitstore.SourceOCI, URL: reg.URL("bench"), Ref: "v1", Artifact: &gitstore.ArtifactSource{Insecure: true}}, reg.Front
+			return source.Request{Kind: source.SourceOCI, URL: reg.URL("bench"), Ref: "v1", Artifact: &source.ArtifactSource{Insecure: true}}, reg.Front
 		}},
-		{"helm-http", func(b *testing.B) (gitstore.Request, *sourceserver.Front) {
+		{"helm-http", func(b *testing.B) (source.Request, *sourceserver.Front) {
 			repo := startChartRepo(b, bin)
-			return gitstore.Request{Kind: gitstore.SourceHelmRepository, URL: repo.URL(), SemVer: "^1", Artifact: &gitstore.ArtifactSource{Chart: "bench"}}, repo.Front
+			return source.Request{Kind: source.SourceHelmRepository, URL: repo.URL(), SemVer: "^1", Artifact: &source.ArtifactSource{Chart: "bench"}}, repo.Front
 		}},
-		{"helm-oci", func(b *testing.B) (gitstore.Request, *sourceserver.Front) {
+		{"helm-oci", func(b *testing.B) (source.Request, *sourceserver.Front) {
 			repo := startChartRepo(b, bin)
 			reg, err := sourceserver.StartRegistry()
 			if err != nil {
@@ -85,9 +84,9 @@ func BenchmarkSourceNoOp(b *testing.B) {
 			if _, err := repo.PushOCI(ctx, "bench", "1.0.0", reg.URL("charts")); err != nil {
 				b.Fatal(err)
 			}
-			return gitstore.Request{Kind: gitstore.SourceHelmRepository, URL: reg.URL("charts"), SemVer: "1.0.0", Artifact: &gitstore.ArtifactSource{Chart: "bench", Insecure: true}}, reg.Front
+			return source.Request{Kind: source.SourceHelmRepository, URL: reg.URL("charts"), SemVer: "1.0.0", Artifact: &source.ArtifactSource{Chart: "bench", Insecure: true}}, reg.Front
 		}},
-		{"bucket", func(b *testing.B) (gitstore.Request, *sourceserver.Front) {
+		{"bucket", func(b *testing.B) (source.Request, *sourceserver.Front) {
 			if _, err := os.Stat(filepath.Join(bin, "minio")); err != nil {
 				b.Skipf("minio missing in %s (run tools/build.sh): %v", bin, err)
 			}
@@ -104,16 +103,16 @@ func BenchmarkSourceNoOp(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			return gitstore.Request{Kind: gitstore.SourceBucket, URL: "http://" + m.Endpoint() + "/bench/apps", Artifact: &gitstore.ArtifactSource{
+			return source.Request{Kind: source.SourceBucket, URL: "http://" + m.Endpoint() + "/bench/apps", Artifact: &source.ArtifactSource{
 				Endpoint: m.Endpoint(), Bucket: "bench", Prefix: "apps", Insecure: true,
-				Credentials: &gitstore.Credentials{AccessKey: m.AccessKey, SecretKey: m.SecretKey}}}, m.Front
+				Credentials: &source.Credentials{AccessKey: m.AccessKey, SecretKey: m.SecretKey}}}, m.Front
 		}},
 	}
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {
 			req, front := k.setup(b)
 			dir := b.TempDir()
-			f := sources.New(gitstore.NewFetcher(filepath.Join(dir, "git"), logr.Discard()), filepath.Join(dir, "artifacts"), logr.Discard())
+			f := source.New(source.NewGitFetcher(filepath.Join(dir, "git"), logr.Discard()), filepath.Join(dir, "artifacts"), logr.Discard())
 			_, first, err := f.Fetch(ctx, req)
 			if err != nil {
 				b.Fatal(err)

@@ -26,8 +26,8 @@ import (
 
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/certs"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/test/bench/report"
 	"github.com/driftguard/driftguard/webhook"
 )
@@ -334,13 +334,13 @@ func scaleValidator(b *testing.B, ctx context.Context) *webhook.Validator {
 		},
 	}}
 	const url, rev = "https://git.example/infra.git", "f890ad1c0ffee0ddba11f00dfeedbeefcafe0123"
-	snap, err := gitstore.NewSnapshot(url, rev, []*gitstore.Object{
-		gitstore.NewObject(web, gitstore.Source{URL: url, Revision: rev, Path: "apps/web.yaml", Line: 1}),
+	snap, err := render.NewSnapshot(url, rev, []*render.Object{
+		render.NewObject(web, render.Source{URL: url, Revision: rev, Path: "apps/web.yaml", Line: 1}),
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	store := gitstore.NewStore()
+	store := render.NewStore()
 	store.Set("shop", snap)
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/render"
 )
 
 // fieldObjects are objects as public charts and kustomizations render
@@ -231,7 +231,7 @@ func TestFieldObjects(t *testing.T) {
 				// A fresh object per edit: another name, same content.
 				u := object(t, tc.manifest).Obj().DeepCopy()
 				u.SetName(fmt.Sprintf("%s-%d-%d", u.GetName(), i, j))
-				o := gitstore.NewObject(u, gitstore.Source{Path: t.Name() + ".yaml", Line: 1})
+				o := render.NewObject(u, render.Source{Path: t.Name() + ".yaml", Line: 1})
 				apply(t, a, o)
 				if got := driftOf(t, a, o); got != nil {
 					t.Fatalf("as applied: drift %v", got)

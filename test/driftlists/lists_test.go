@@ -16,19 +16,19 @@ import (
 
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
 // object decodes a YAML manifest as Git's object.
-func object(t *testing.T, y string) *gitstore.Object {
+func object(t *testing.T, y string) *render.Object {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
 		t.Fatalf("fixture: %v", err)
 	}
-	return gitstore.NewObject(u, gitstore.Source{Path: t.Name() + ".yaml", Line: 1})
+	return render.NewObject(u, render.Source{Path: t.Name() + ".yaml", Line: 1})
 }
 
 // applier is the guard's Applier, with its kind schemas read from the API
@@ -38,7 +38,7 @@ func applier() *reconcile.Applier {
 }
 
 // apply applies objs as the guard does and fails the test on any error.
-func apply(t *testing.T, a *reconcile.Applier, objs ...*gitstore.Object) {
+func apply(t *testing.T, a *reconcile.Applier, objs ...*render.Object) {
 	t.Helper()
 	cs, err := a.Apply(context.Background(), objs, reconcile.ApplyOptions{})
 	if err != nil {
@@ -51,7 +51,7 @@ func apply(t *testing.T, a *reconcile.Applier, objs ...*gitstore.Object) {
 	}
 }
 
-func get(t *testing.T, o *gitstore.Object) *unstructured.Unstructured {
+func get(t *testing.T, o *render.Object) *unstructured.Unstructured {
 	t.Helper()
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(o.GVK())
@@ -72,7 +72,7 @@ func update(t *testing.T, live *unstructured.Unstructured, edit func(map[string]
 
 // driftOf is the guard's comparison of o with the cluster: its options
 // (with the kind's schema) and its server values.
-func driftOf(t *testing.T, a *reconcile.Applier, o *gitstore.Object) []string {
+func driftOf(t *testing.T, a *reconcile.Applier, o *render.Object) []string {
 	t.Helper()
 	live := get(t, o)
 	got := drift.Paths(o.Drift(live.Object, a.Options(o.Obj(), live.Object)))
@@ -209,7 +209,7 @@ func TestNullAsTheServerStoresIt(t *testing.T) {
 	ctx := context.Background()
 	role := object(t, `{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: r, namespace: nulls}, rules: []}`)
 	secret := object(t, `{apiVersion: v1, kind: Secret, metadata: {name: s, namespace: nulls}, stringData: {empty: ""}}`)
-	for _, o := range []*gitstore.Object{role, secret} {
+	for _, o := range []*render.Object{role, secret} {
 		if err := admin.Create(ctx, o.Obj().DeepCopy()); err != nil {
 			t.Fatalf("create %s: %v", o.Key, err)
 		}
@@ -220,7 +220,7 @@ func TestNullAsTheServerStoresIt(t *testing.T) {
 	if rules, ok := get(t, role).Object["rules"]; !ok || rules != nil {
 		t.Fatalf("the API server stored rules: [] as %v (present %v), not null", rules, ok)
 	}
-	for _, o := range []*gitstore.Object{role, secret} {
+	for _, o := range []*render.Object{role, secret} {
 		if got := driftOf(t, a, o); got != nil {
 			t.Errorf("%s: drift %v", o.Key, got)
 		}
@@ -231,11 +231,11 @@ func TestNullAsTheServerStoresIt(t *testing.T) {
 // namespace is keyed as its live self, so the guard finds and guards it.
 func TestClusterScopedWithNamespace(t *testing.T) {
 	a := applier()
-	objs := []*gitstore.Object{
+	objs := []*render.Object{
 		object(t, `{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: lists-reader, namespace: shop}, rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]}`),
 		object(t, `{apiVersion: lists.driftguard.io/v1, kind: Gadget, metadata: {name: g, namespace: shop}, spec: {size: 1}}`),
 	}
-	snap, err := gitstore.NewSnapshot("file:///lists", "r1", objs)
+	snap, err := render.NewSnapshot("file:///lists", "r1", objs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestClusterScopedWithNamespace(t *testing.T) {
 	apply(t, a, snap.Objects...)
 	for _, o := range snap.Objects {
 		live := get(t, o)
-		key := gitstore.KeyOf(live)
+		key := render.KeyOf(live)
 		found, ok := snap.Get(key)
 		if !ok {
 			t.Fatalf("live %s not found in the snapshot (keys %v)", key, snap.Objects)

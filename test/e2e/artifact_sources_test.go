@@ -17,7 +17,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/devenv"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/source"
 	"github.com/driftguard/driftguard/test/sourceserver"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -99,7 +99,7 @@ func downAndBack(t *testing.T, guard string, f *sourceserver.Front, applied, ns,
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, guard, v1alpha1.ConditionReady, metav1.ConditionTrue, "", "applied revision "+gitstore.ShortRevision(applied))
+	waitCondition(t, guard, v1alpha1.ConditionReady, metav1.ConditionTrue, "", "applied revision "+source.ShortRevision(applied))
 }
 
 // badCredentials writes wrong into the Secret's key, waits for a condition

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/gitstore"
+	"github.com/driftguard/driftguard/source"
 )
 
 // TestPrivateRepositoryNotShared: Guard A fetches a private repository with
@@ -46,7 +46,7 @@ func TestPrivateRepositoryNotShared(t *testing.T) {
 		t.Fatalf("guard without credentials applied %q (%d objects)", b.Status.LastAppliedRevision, b.Status.ManagedObjects)
 	}
 
-	cached := filepath.Join(h.Dir, "gitcache", gitstore.Request{URL: url, Auth: &gitstore.Auth{Username: "deploy", Password: "s3cret"}}.CacheKey()[:32]+".git")
+	cached := filepath.Join(h.Dir, "gitcache", source.Request{URL: url, Auth: &source.Auth{Username: "deploy", Password: "s3cret"}}.CacheKey()[:32]+".git")
 	if _, err := os.Stat(cached); err != nil {
 		t.Fatalf("A's repository is not where the test looks: %v", err)
 	}

@@ -20,9 +20,9 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -240,7 +240,7 @@ func TestClusterCapabilitiesKeptAndRefreshed(t *testing.T) {
 	if again, err := cc.Get(ctx); err != nil || again != first {
 		t.Fatalf("within the TTL: %p %v, want the kept answer %p", again, err, first)
 	}
-	var fresh *gitstore.Capabilities
+	var fresh *render.Capabilities
 	wait.Eventually(t, 30*time.Second, "the new kind after the TTL", func() error {
 		if fresh, err = cc.Get(ctx); err != nil {
 			return err

@@ -17,8 +17,8 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -213,7 +213,7 @@ func TestPruneOnlyWhatTheGuardApplied(t *testing.T) {
 	if err := h.Admin.Get(context.Background(), client.ObjectKey{Name: ns}, &nsObj); err != nil {
 		t.Fatal(err)
 	}
-	for k, uid := range map[gitstore.ObjectKey]types.UID{
+	for k, uid := range map[render.ObjectKey]types.UID{
 		{Kind: "ConfigMap", Namespace: ns, Name: "keep"}: keep.UID,
 		{Kind: "Namespace", Name: ns}:                    nsObj.UID,
 	} {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/gitstore/sopstest"
+	"github.com/driftguard/driftguard/render/sopstest"
 	"github.com/driftguard/driftguard/test/wait"
 )
 

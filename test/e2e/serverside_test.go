@@ -22,8 +22,8 @@ import (
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/certs"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/gitstore"
 	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -179,7 +179,7 @@ func TestServerSideComparison(t *testing.T) {
 	labels := u.GetLabels()
 	labels[reconcile.GuardLabel] = repo.Guard
 	u.SetLabels(labels)
-	want := gitstore.NewObject(&u, gitstore.Source{})
+	want := render.NewObject(&u, render.Source{})
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(u.GroupVersionKind())
 	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "mirrored"}, live); err != nil {

@@ -19,8 +19,8 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/gitstore/sopstest"
 	"github.com/driftguard/driftguard/redact"
+	"github.com/driftguard/driftguard/render/sopstest"
 	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
 )

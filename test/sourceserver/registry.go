@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/driftguard/driftguard/sources"
+	"github.com/driftguard/driftguard/source"
 )
 
 // Registry is an OCI distribution registry on loopback, plain HTTP.
@@ -64,7 +64,7 @@ func (r *Registry) PushFiles(ctx context.Context, repo, tag string, files map[st
 			return "", err
 		}
 	}
-	ref, err := sources.Push(ctx, dir, r.URL(repo)+":"+tag, sources.PushOptions{Insecure: true, Auth: r.auth(), Source: "sourceserver", Revision: tag})
+	ref, err := source.Push(ctx, dir, r.URL(repo)+":"+tag, source.PushOptions{Insecure: true, Auth: r.auth(), Source: "sourceserver", Revision: tag})
 	if err != nil {
 		return "", err
 	}
@@ -80,8 +80,8 @@ func (r *Registry) PushCorrupt(ctx context.Context, repo, tag string) (string, e
 		return "", err
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, sources.FluxConfigMediaType)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer([]byte("this is not a gzip archive\n"), sources.FluxContentMediaType)})
+	img = mutate.ConfigMediaType(img, source.FluxConfigMediaType)
+	img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer([]byte("this is not a gzip archive\n"), source.FluxContentMediaType)})
 	if err != nil {
 		return "", err
 	}

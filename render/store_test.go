@@ -1,0 +1,233 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func obj(apiVersion, kind, ns, name string) *Object {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns},
+	}}
+	return NewObject(u, Source{Path: name + ".yaml", Line: 1})
+}
+
+func snapshot(t testing.TB, rev string, objs ...*Object) *Snapshot {
+	t.Helper()
+	s, err := NewSnapshot("http://git/x.git", rev, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func key(s string) ObjectKey {
+	var k ObjectKey
+	parts := [4]*string{&k.Group, &k.Kind, &k.Namespace, &k.Name}
+	i := 0
+	for _, r := range s {
+		if r == '/' && i < 3 {
+			i++
+			continue
+		}
+		*parts[i] += string(r)
+	}
+	return k
+}
+
+func TestObjectKeyString(t *testing.T) {
+	tests := []struct {
+		o    *Object
+		want string
+	}{
+		{obj("apps/v1", "Deployment", "shop", "web"), "apps/Deployment/shop/web"},
+		{obj("v1", "ConfigMap", "shop", "cfg"), "/ConfigMap/shop/cfg"},
+		{obj("v1", "Namespace", "", "shop"), "/Namespace//shop"},
+	}
+	for _, tt := range tests {
+		if got := tt.o.Key.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestSnapshotKinds(t *testing.T) {
+	s := snapshot(t, "r",
+		obj("v1", "Service", "a", "x"), obj("apps/v1", "Deployment", "a", "x"),
+		obj("v1", "ConfigMap", "a", "x"), obj("v1", "ConfigMap", "a", "y"))
+	want := []schema.GroupVersionKind{
+		{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Service"},
+		{Group: "apps", Version: "v1", Kind: "Deployment"},
+	}
+	if got := s.Kinds(); !slices.Equal(got, want) {
+		t.Fatalf("Kinds() = %v, want %v", got, want)
+	}
+}
+
+func TestStore(t *testing.T) {
+	cm := obj("v1", "ConfigMap", "shop", "cfg")
+	deploy := obj("apps/v1", "Deployment", "shop", "web")
+	cmB := obj("v1", "ConfigMap", "shop", "cfg") // b claims a's ConfigMap too
+	svcB := obj("v1", "Service", "shop", "web")
+
+	s := NewStore()
+	var calls atomic.Int64
+	s.Subscribe(func() {
+		// Called without the lock: reading must not dead-lock.
+		s.Lookup(cm.Key)
+		calls.Add(1)
+	})
+
+	type lookup struct {
+		key   string
+		guard string
+		obj   *Object
+	}
+	steps := []struct {
+		name      string
+		do        func()
+		lookups   []lookup
+		conflicts map[string][]string
+		kinds     int
+	}{
+		{
+			name:    "set a",
+			do:      func() { s.Set("a", snapshot(t, "1", cm, deploy)) },
+			lookups: []lookup{{cm.Key.String(), "a", cm}, {deploy.Key.String(), "a", deploy}, {svcB.Key.String(), "", nil}},
+			kinds:   2,
+		},
+		{
+			name:      "b claims a's key: a keeps it",
+			do:        func() { s.Set("b", snapshot(t, "1", cmB, svcB)) },
+			lookups:   []lookup{{cm.Key.String(), "a", cm}, {svcB.Key.String(), "b", svcB}},
+			conflicts: map[string][]string{"a": nil, "b": {cm.Key.String()}},
+			kinds:     3,
+		},
+		{
+			name:      "a sets again with the key: still a's",
+			do:        func() { s.Set("a", snapshot(t, "2", cm)) },
+			lookups:   []lookup{{cm.Key.String(), "a", cm}, {deploy.Key.String(), "", nil}},
+			conflicts: map[string][]string{"b": {cm.Key.String()}},
+			kinds:     2,
+		},
+		{
+			name:      "a drops the key: b takes over",
+			do:        func() { s.Set("a", snapshot(t, "3", deploy)) },
+			lookups:   []lookup{{cm.Key.String(), "b", cmB}, {deploy.Key.String(), "a", deploy}},
+			conflicts: map[string][]string{"a": nil, "b": nil},
+			kinds:     3,
+		},
+		{
+			name:      "a claims it again: b keeps it",
+			do:        func() { s.Set("a", snapshot(t, "4", deploy, cm)) },
+			lookups:   []lookup{{cm.Key.String(), "b", cmB}},
+			conflicts: map[string][]string{"a": {cm.Key.String()}, "b": nil},
+			kinds:     3,
+		},
+		{
+			name:      "remove b",
+			do:        func() { s.Remove("b") },
+			lookups:   []lookup{{cm.Key.String(), "a", cm}, {svcB.Key.String(), "", nil}},
+			conflicts: map[string][]string{"a": nil},
+			kinds:     2,
+		},
+		{
+			name:    "set nil removes",
+			do:      func() { s.Set("a", nil) },
+			lookups: []lookup{{cm.Key.String(), "", nil}, {deploy.Key.String(), "", nil}},
+			kinds:   0,
+		},
+	}
+	for i, st := range steps {
+		st.do()
+		if got := calls.Load(); got != int64(i+1) {
+			t.Fatalf("%s: subscriber called %d times, want %d", st.name, got, i+1)
+		}
+		for _, l := range st.lookups {
+			g, o, ok := s.Lookup(key(l.key))
+			if g != l.guard || o != l.obj || ok != (l.obj != nil) {
+				t.Errorf("%s: Lookup(%s) = %q %v %v, want %q %v", st.name, l.key, g, o, ok, l.guard, l.obj)
+			}
+		}
+		for g, want := range st.conflicts {
+			var got []string
+			for _, k := range s.Conflicts(g) {
+				got = append(got, k.String())
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: Conflicts(%s) = %v, want %v", st.name, g, got, want)
+			}
+		}
+		if got := len(s.Kinds()); got != st.kinds {
+			t.Errorf("%s: %d kinds, want %d", st.name, got, st.kinds)
+		}
+	}
+	if _, ok := s.Snapshot("a"); ok {
+		t.Error("Snapshot(a) after removal")
+	}
+	s.Remove("never-set")
+	if calls.Load() != int64(len(steps)) {
+		t.Error("removing an unknown guard notified subscribers")
+	}
+}
+
+func TestStoreConcurrent(t *testing.T) {
+	s := NewStore()
+	var notified atomic.Int64
+	s.Subscribe(func() { notified.Add(1) })
+	shared := obj("v1", "ConfigMap", "shop", "shared")
+	var wg sync.WaitGroup
+	for g := range 4 {
+		guard := fmt.Sprintf("g%d", g)
+		wg.Go(func() {
+			for i := range 200 {
+				own := obj("v1", "ConfigMap", guard, fmt.Sprintf("o%d", i%5))
+				s.Set(guard, snapshot(t, fmt.Sprint(i), own, shared))
+				if i%50 == 25 {
+					s.Remove(guard)
+				}
+			}
+		})
+		wg.Go(func() {
+			for i := range 2000 {
+				if g, o, ok := s.Lookup(shared.Key); ok && (g == "" || o == nil) {
+					t.Errorf("Lookup = %q %v", g, o)
+					return
+				}
+				s.Lookup(key("/ConfigMap/" + guard + "/o" + fmt.Sprint(i%5)))
+				s.Kinds()
+				s.Conflicts(guard)
+				s.Snapshot(guard)
+			}
+		})
+	}
+	wg.Wait()
+	if notified.Load() != 4*(200+4) {
+		t.Errorf("notified %d times, want %d", notified.Load(), 4*204)
+	}
+	// Every guard ends with its snapshot set; exactly one owns the shared key.
+	g, _, ok := s.Lookup(shared.Key)
+	if !ok {
+		t.Fatal("shared key not indexed")
+	}
+	owners := 0
+	for i := range 4 {
+		guard := fmt.Sprintf("g%d", i)
+		if !slices.Contains(s.Conflicts(guard), shared.Key) {
+			owners++
+			if guard != g {
+				t.Errorf("%s has no conflict but %s owns the key", guard, g)
+			}
+		}
+	}
+	if owners != 1 {
+		t.Errorf("%d owners of the shared key", owners)
+	}
+}

@@ -1,0 +1,473 @@
+package selfheal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
+	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/render"
+)
+
+func (w *Watcher) processNext(ctx context.Context) bool {
+	it, shutdown := w.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.queue.Done(it)
+	if err := w.handle(ctx, it); err != nil {
+		w.Log.Error(err, "self-heal failed; retrying with backoff", "object", it.key().String())
+		w.queue.AddRateLimited(it)
+		return true
+	}
+	w.queue.Forget(it)
+	return true
+}
+
+// handle compares the cached live object with Git and acts on a difference.
+func (w *Watcher) handle(ctx context.Context, it item) error {
+	guard, want, ok := w.Store.Lookup(it.key())
+	if !ok {
+		w.notify(w.state.clear(it))
+		return nil
+	}
+	w.mu.Lock()
+	ki := w.informers[it.gvk]
+	w.mu.Unlock()
+	if ki == nil {
+		return nil
+	}
+	live := getCached(ki.informer, it.namespace, it.name)
+	seen := time.Now()
+
+	var changes []drift.Change
+	operation := "DRIFT"
+	if live == nil {
+		operation = "DELETE"
+	} else {
+		changes = w.compare(ctx, guard, want, live)
+		if len(changes) == 0 {
+			w.notify(w.state.clear(it))
+			w.fights.forget(it)
+			return nil
+		}
+		if w.state.alreadyReverted(it, live.GetResourceVersion()) {
+			// This is the state we reverted from; our write's event is on its way.
+			return nil
+		}
+	}
+	var paths []string // nil: missing
+	if live != nil {
+		paths = changedPaths(changes)
+	}
+	if w.state.mark(it, guard, paths) {
+		w.notify(guard)
+	}
+
+	who := w.attribute(live, want.Key, seen)
+	res := w.decide(ctx, guard, want, live, changes, who)
+	d := res.Decision()
+	expired := false
+	if res.Temporary && live != nil {
+		// Kept for the Guard's TTL from the change, then reverted unless Git adopted it.
+		if left := who.at.Add(w.Settings.BreakGlassTTL(guard)).Sub(seen); left > 0 {
+			w.queue.AddAfter(it, left)
+		} else {
+			expired = true
+			d = policy.Decision{Action: policy.Revert, Rule: "break-glass-expired",
+				Reason: fmt.Sprintf("%s by %s expired after %s; Git did not adopt the change", res.Rule, who.user, w.Settings.BreakGlassTTL(guard))}
+		}
+	}
+	rec := audit.Record{
+		Type: audit.Drift, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
+		Object: audit.ObjectOf(want), Fields: audit.FieldsOf(changes), Action: string(d.Action),
+		Reason: d.Reason, Rule: d.Rule, PolicyRevision: w.policyRevision(), Source: audit.SourceOf(want.Source),
+	}
+	if !expired {
+		rec.PolicyAction = string(res.PolicyAction)
+	}
+	if expired || !w.state.recordedBefore(it, live, d) {
+		w.Audit.Log(ctx, rec)
+	}
+	w.state.accept(it, d.Action == policy.Allow || d.Action == policy.Warn)
+
+	if !w.Settings.SelfHeal(guard) || (d.Action != policy.Revert && d.Action != policy.Deny) {
+		return nil
+	}
+	controller := who.controller(it.namespace)
+	if !w.fights.allow(it, controller) {
+		return nil
+	}
+	if w.fights.reverted(it, controller, changeSignature(changes), guard, seen) {
+		msg := fightMessage(it, controller, who.manager)
+		w.Log.Info("fight detected; no longer reverting", "object", it.key().String(), "controller", controller, "manager", who.manager)
+		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, User: who.user, Manager: who.manager, Operation: "REVERT",
+			Object: rec.Object, Fields: rec.Fields, Action: "stopped", Rule: "fight-detected", Reason: msg, Source: rec.Source})
+		w.notify(guard)
+		return nil
+	}
+	err := w.Reverter.RemoveAdditions(ctx, guard, live, additions(changes))
+	if err == nil {
+		err = w.Reverter.Revert(ctx, guard, want, live)
+	}
+	if err != nil {
+		// Retried with backoff; recorded once per object state and error.
+		if !w.state.failedBefore(it, live, err) {
+			w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, Operation: "REVERT", Object: rec.Object,
+				Source: rec.Source, Error: err.Error()})
+		}
+		return err
+	}
+	if expired {
+		if err := w.Reverter.ClearAnnotations(ctx, guard, live, v1alpha1.BreakGlassAnnotation, v1alpha1.ChangedByAnnotation); err != nil {
+			w.Log.Error(err, "clear break-glass annotations", "object", it.key().String())
+		}
+	}
+	if live != nil {
+		w.state.reverted(it, live.GetResourceVersion())
+	}
+	typ := audit.Revert
+	if live == nil {
+		typ = audit.Recreate
+	}
+	w.Audit.Log(ctx, audit.Record{Type: typ, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
+		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Rule: d.Rule, Source: rec.Source,
+		DurationMS: float64(time.Since(seen).Microseconds()) / 1000})
+	return nil
+}
+
+// compare returns the drift of live from want. The first time a difference
+// shows for an object at a revision before anything was applied (after a
+// restart, say), the API server is asked in a server-side dry run what
+// applying Git would store: differences that are only its defaults,
+// normalizations, pruning or mutations are then never drift.
+func (w *Watcher) compare(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) []drift.Change {
+	opts := w.Reverter.Options(want.Obj(), live.Object)
+	// What someone added that Git does not set is drift too; the rest is
+	// what Git sets and the cluster holds otherwise.
+	added := drift.Additions(want.Obj().Object, live.Object, reconcileManager, opts)
+	changes := want.Drift(live.Object, opts)
+	if len(changes) == 0 {
+		return added
+	}
+	if _, checked := want.ServerValues(); checked {
+		return append(changes, added...)
+	}
+	if err := w.Reverter.DryRun(ctx, guard, want, live); err != nil {
+		w.Log.Info("server-side dry run failed; comparing with Git's text", "object", want.Key.String(), "error", err.Error())
+		want.SetServerValues(nil) // once per revision: the revert that follows reports the error
+		return append(changes, added...)
+	}
+	return append(want.Drift(live.Object, opts), added...)
+}
+
+// additions returns the changes that add what Git does not set.
+func additions(changes []drift.Change) []drift.Change {
+	var out []drift.Change
+	for _, c := range changes {
+		if c.Added {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// changeSignature identifies the values a change set puts in place.
+func changeSignature(changes []drift.Change) string {
+	var b strings.Builder
+	for _, c := range changes {
+		fmt.Fprintf(&b, "%s=%v;", c.Path, c.Live)
+	}
+	return b.String()
+}
+
+func (w *Watcher) notify(guard string) {
+	if guard != "" && w.Changed != nil {
+		w.Changed(guard)
+	}
+}
+
+func (w *Watcher) policyRevision() string {
+	if r, ok := w.Policy.(interface{ Revision() string }); ok {
+		return r.Revision()
+	}
+	return ""
+}
+
+// decide asks package decision what to do about drift (operation DRIFT,
+// with the object gone when live is nil). A policy error reverts.
+func (w *Watcher) decide(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured, changes []drift.Change, who attribution) decision.Result {
+	c := decision.Change{
+		Operation: decision.Drift,
+		Gone:      live == nil,
+		User:      who.user,
+		Groups:    who.groups,
+		// The field manager is the writer's claim, kept apart from the user.
+		FieldManager: who.manager,
+		Resource:     policyResource(want),
+		Desired:      want,
+		Source:       want.Source,
+		Changes:      changes,
+		Guard:        guard,
+	}
+	if live != nil {
+		c.Object = live.Object
+	}
+	var guards decision.Guards
+	if w.Settings != nil {
+		guards = w.Settings
+	}
+	res, err := decision.New(w.Policy, guards).Decide(ctx, c)
+	switch {
+	case errors.Is(err, decision.ErrNoPolicy):
+		return decision.Result{Action: policy.Revert, Reason: "no policy configured", Rule: "self-heal"}
+	case err != nil:
+		w.Log.Error(err, "policy failed on drift; reverting", "object", want.Key.String())
+		return decision.Result{Action: policy.Revert, Reason: err.Error(), Rule: "policy-error"}
+	}
+	return res
+}
+
+// attribution says who last changed an object. The user is the person the
+// admission webhook stamped, when the stamp verifies (the guard issued it for
+// this object) and belongs to the newest change; otherwise "unknown". The
+// field manager of the newest change is kept apart: any writer chooses it.
+type attribution struct {
+	user    string
+	groups  []string
+	manager string
+	// at is when the change was made: the stamp's time (the guard's clock
+	// at admission) when verified, else when the guard first saw it.
+	at       time.Time
+	verified bool
+}
+
+// stampSlack allows for managed-fields times having whole seconds.
+const stampSlack = 2 * time.Second
+
+func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKey, seen time.Time) attribution {
+	who := attribution{user: "unknown", manager: "unknown", at: seen}
+	if live == nil {
+		return who
+	}
+	var newest time.Time
+	// The entries are read in place: GetManagedFields converts each one,
+	// field sets and all, to the typed form, for a name and a time.
+	md, _ := live.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	for _, e := range entries {
+		mf, _ := e.(map[string]any)
+		manager, _ := mf["manager"].(string)
+		stamp, _ := mf["time"].(string)
+		t, err := time.Parse(time.RFC3339, stamp)
+		if manager == reconcileManager || err != nil {
+			continue
+		}
+		if who.manager == "unknown" || t.After(newest) {
+			who.manager, newest = manager, t
+		}
+	}
+	if w.Stamps != nil {
+		c, ok := w.Stamps.Verify(live.GetAnnotations()[v1alpha1.ChangedByAnnotation], key.String())
+		if ok && !c.Time.Before(newest.Add(-stampSlack)) {
+			who.user, who.groups, who.at, who.verified = c.User, c.Groups, c.Time, true
+			return who
+		}
+	}
+	// While the compiled stamp policy is in force the API server writes the
+	// last writer's name on every update, whoever they are: a change made
+	// while the guard was down is attributed when it is back.
+	if w.APIServerStamps != nil && w.APIServerStamps() {
+		if u := live.GetAnnotations()[v1alpha1.APIServerChangedByAnnotation]; u != "" {
+			who.user, who.verified = u, true
+		}
+	}
+	return who
+}
+
+// controller is the identity a fight is counted against: a verified service
+// account of another namespace than the object's, which is how controllers
+// run. A person, an unverified writer, or an account of the object's own
+// namespace (which that namespace's editors can act as) is never one, so
+// none of them can make the guard stop reverting.
+func (a attribution) controller(namespace string) string {
+	const prefix = "system:serviceaccount:"
+	if !a.verified || !strings.HasPrefix(a.user, prefix) {
+		return ""
+	}
+	ns, _, _ := strings.Cut(strings.TrimPrefix(a.user, prefix), ":")
+	if ns == namespace {
+		return ""
+	}
+	return a.user
+}
+
+// reconcileManager is the guard's own field manager; its writes are never drift.
+const reconcileManager = "driftguard"
+
+func policyResource(o *render.Object) policy.Resource {
+	gvk := o.GVK()
+	return policy.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Key.Namespace, Name: o.Key.Name}
+}
+
+// driftState remembers which objects differ from Git, and the live state each
+// revert started from, so that a stale cache does not revert twice.
+type driftState struct {
+	mu       sync.Mutex
+	drifted  map[item]driftMark
+	revertRV map[item]string
+	recorded map[item]string // item -> live state and action last recorded
+	failed   map[item]string // item -> live state and error of the last failed revert recorded
+	accepted map[item]bool   // drift the policy accepted (break-glass, warn, enforcement off)
+}
+
+func (s *driftState) accept(it item, accepted bool) {
+	s.mu.Lock()
+	if accepted {
+		s.accepted[it] = true
+	} else {
+		delete(s.accepted, it)
+	}
+	s.mu.Unlock()
+}
+
+func (s *driftState) isAccepted(it item) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted[it]
+}
+
+func newDriftState() *driftState {
+	return &driftState{drifted: map[item]driftMark{}, revertRV: map[item]string{}, recorded: map[item]string{}, failed: map[item]string{}, accepted: map[item]bool{}}
+}
+
+// recordedBefore reports whether this live state was already recorded with
+// this action, and remembers it: one drift record per object state.
+func (s *driftState) recordedBefore(it item, live *unstructured.Unstructured, d policy.Decision) bool {
+	state := "deleted/" + string(d.Action)
+	if live != nil {
+		state = live.GetResourceVersion() + "/" + string(d.Action)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recorded[it] == state {
+		return true
+	}
+	s.recorded[it] = state
+	return false
+}
+
+// driftMark is a drifted object's guard and the paths that differ (nil
+// when the object is missing).
+type driftMark struct {
+	guard string
+	paths []string
+}
+
+// maxPathsKept bounds the paths kept of one drifted object.
+const maxPathsKept = 10
+
+// changedPaths returns the paths of changes, at most maxPathsKept.
+func changedPaths(changes []drift.Change) []string {
+	paths := make([]string, 0, min(len(changes), maxPathsKept))
+	for _, c := range changes {
+		if len(paths) == maxPathsKept {
+			break
+		}
+		if !slices.Contains(paths, c.Path) {
+			paths = append(paths, c.Path)
+		}
+	}
+	return paths
+}
+
+// mark records the object as drifted at paths (nil: missing); it returns
+// true when that is news (newly drifted, or at other paths).
+func (s *driftState) mark(it item, guard string, paths []string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, had := s.drifted[it]
+	s.drifted[it] = driftMark{guard: guard, paths: paths}
+	return !had || old.guard != guard || !slices.Equal(old.paths, paths) || (old.paths == nil) != (paths == nil)
+}
+
+// pathsOf returns the paths at which the object drifted; ok is false when
+// it has not drifted, paths nil when it is missing.
+func (s *driftState) pathsOf(it item) (paths []string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.drifted[it]
+	return m.paths, ok
+}
+
+// clear forgets the object's drift; it returns the guard when it had drifted.
+func (s *driftState) clear(it item) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	guard := s.drifted[it].guard
+	delete(s.drifted, it)
+	delete(s.revertRV, it)
+	delete(s.recorded, it)
+	delete(s.failed, it)
+	delete(s.accepted, it)
+	return guard
+}
+
+// failedBefore reports whether this failure (live state and error) was
+// recorded already, and remembers it.
+func (s *driftState) failedBefore(it item, live *unstructured.Unstructured, err error) bool {
+	state := "deleted/" + err.Error()
+	if live != nil {
+		state = live.GetResourceVersion() + "/" + err.Error()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed[it] == state {
+		return true
+	}
+	s.failed[it] = state
+	return false
+}
+
+func (s *driftState) reverted(it item, rv string) {
+	s.mu.Lock()
+	s.revertRV[it] = rv
+	s.mu.Unlock()
+}
+
+func (s *driftState) alreadyReverted(it item, rv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return rv != "" && s.revertRV[it] == rv
+}
+
+// list returns how many objects of guard drifted, and the names of up to
+// limit of them, sorted.
+func (s *driftState) list(guard string, limit int) (int, []string) {
+	s.mu.Lock()
+	var names []string
+	n := 0
+	for it, m := range s.drifted {
+		if m.guard == guard {
+			n++
+			names = append(names, it.key().Display())
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(names)
+	if len(names) > limit {
+		names = names[:limit]
+	}
+	return n, names
+}

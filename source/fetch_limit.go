@@ -1,0 +1,101 @@
+package source
+
+import (
+	"errors"
+	"os"
+	"path"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-git/go-billy/v5"
+)
+
+// A Git fetch streams the pack the server sends into a file of the cache
+// repository as it arrives (go-git's filesystem storage writes it there
+// while it indexes it). budgetFS bounds the bytes written to the cache
+// while a fetch runs, so a pack of gigabytes (Git compresses: a commit of
+// a gigabyte of zeros is a megabyte on the wire, but a server can send any
+// pack it likes) fails the fetch at the limit instead of filling the disk.
+
+// errOverBudget is the write that went beyond a fetch's budget.
+var errOverBudget = errors.New("the fetch went beyond its size limit")
+
+// budget is the bytes a fetch may still write to the cache; writes are
+// counted only while a fetch runs (between start and stop).
+type budget struct {
+	active, over atomic.Bool
+	left         atomic.Int64
+}
+
+func (b *budget) start(n int64) {
+	b.left.Store(n)
+	b.over.Store(false)
+	b.active.Store(true)
+}
+
+func (b *budget) stop() { b.active.Store(false) }
+
+// take counts n bytes, false when they go beyond the budget.
+func (b *budget) take(n int) bool {
+	if !b.active.Load() {
+		return true
+	}
+	if b.left.Add(-int64(n)) < 0 {
+		b.over.Store(true)
+		return false
+	}
+	return true
+}
+
+type budgetFS struct {
+	billy.Filesystem
+	b *budget
+}
+
+func (fs budgetFS) Create(name string) (billy.File, error) {
+	f, err := fs.Filesystem.Create(name)
+	return fs.wrap(f, err)
+}
+
+func (fs budgetFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
+	f, err := fs.Filesystem.OpenFile(name, flag, perm)
+	return fs.wrap(f, err)
+}
+
+func (fs budgetFS) TempFile(dir, prefix string) (billy.File, error) {
+	f, err := fs.Filesystem.TempFile(dir, prefix)
+	return fs.wrap(f, err)
+}
+
+func (fs budgetFS) wrap(f billy.File, err error) (billy.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return budgetFile{File: f, b: fs.b}, nil
+}
+
+type budgetFile struct {
+	billy.File
+	b *budget
+}
+
+func (f budgetFile) Write(p []byte) (int, error) {
+	if !f.b.take(len(p)) {
+		return 0, errOverBudget
+	}
+	return f.File.Write(p)
+}
+
+// removeTempPacks removes what a fetch that failed left of its pack.
+func removeTempPacks(fs billy.Filesystem) {
+	dir := path.Join("objects", "pack")
+	entries, err := fs.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "tmp_") {
+			_ = fs.Remove(path.Join(dir, e.Name()))
+		}
+	}
+}
