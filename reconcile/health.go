@@ -324,11 +324,17 @@ func (t *HealthTracker) assessServices(ctx context.Context, reader client.Reader
 				slices[ns] = list
 			}
 		}
-		if err := listErr[ns]; err != nil {
+		err := listErr[ns]
+		if err != nil && !apierrors.IsForbidden(err) {
 			out[i] = serviceHealth{result: health.Result{State: health.Unknown, Message: err.Error()}, recheck: ServiceRecheck}
 			continue
 		}
-		r, _ := health.AssessWith(ctx, svc, slices[ns])
+		r := health.Result{State: health.Healthy, Message: "endpoints not readable"}
+		if err == nil {
+			r, _ = health.AssessWith(ctx, svc, slices[ns])
+		}
+		// else the reader may not list EndpointSlices: the Service's own
+		// answer stands, as a Deployment's does without its pods.
 		key := render.KeyOf(svc)
 		t.mu.Lock()
 		if t.services == nil {
