@@ -124,18 +124,7 @@ func Build(o Options) (*Result, error) {
 		return nil, fmt.Errorf("imagebuild: config: %w", err)
 	}
 	cf = cf.DeepCopy()
-	labels := map[string]string{
-		LabelTitle:    "driftguard",
-		LabelSource:   o.Source,
-		LabelVersion:  o.Version,
-		LabelRevision: o.Revision,
-		LabelCreated:  created.Format(time.RFC3339),
-	}
-	for k, v := range labels {
-		if v == "" {
-			delete(labels, k)
-		}
-	}
+	labels := o.labels(created)
 	cf.Created = v1.Time{Time: created}
 	cf.OS, cf.Architecture, cf.Variant = platform.OS, platform.Architecture, platform.Variant
 	cf.Config = v1.Config{
@@ -163,6 +152,24 @@ func Build(o Options) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Image: img, SBOM: sbom, Platform: platform}, nil
+}
+
+// labels are the image's OCI labels (and manifest annotations), those
+// with a value.
+func (o Options) labels(created time.Time) map[string]string {
+	labels := map[string]string{
+		LabelTitle:    "driftguard",
+		LabelSource:   o.Source,
+		LabelVersion:  o.Version,
+		LabelRevision: o.Revision,
+		LabelCreated:  created.Format(time.RFC3339),
+	}
+	for k, v := range labels {
+		if v == "" {
+			delete(labels, k)
+		}
+	}
+	return labels
 }
 
 // inspectBinary checks that bin is a static Go ELF binary (an empty base has

@@ -81,7 +81,6 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 	for _, o := range objs {
 		keep[o.Key] = true
 	}
-	waves := a.plan.Waves
 	steps := waveSteps(a.plan, a.install, whole)
 	postSync := whole && len(a.plan.HooksAt(PhasePostSync, a.install, nil)) > 0
 	for i, n := range steps {
@@ -92,17 +91,7 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 				return fail(err)
 			}
 		}
-		var wobjs []*render.Object
-		for _, w := range waves {
-			if w.Number != n.number || w.Definitions != n.definitions {
-				continue
-			}
-			for _, o := range w.Objects {
-				if keep[o.Key] {
-					wobjs = append(wobjs, o)
-				}
-			}
-		}
+		wobjs := n.objects(a.plan.Waves, keep)
 		if len(wobjs) > 0 {
 			part, err := a.applier.ApplyEach(ctx, wobjs, opts, each)
 			cs = append(cs, part...)
@@ -134,6 +123,22 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 		}
 	}
 	return cs, nil
+}
+
+// objects are the objects of the step's wave that this sync applies (keep).
+func (n waveStep) objects(waves []Wave, keep map[render.ObjectKey]bool) []*render.Object {
+	var out []*render.Object
+	for _, w := range waves {
+		if w.Number != n.number || w.Definitions != n.definitions {
+			continue
+		}
+		for _, o := range w.Objects {
+			if keep[o.Key] {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
 }
 
 // waveStep is one wave of a sync: its number, or the wave of Namespaces

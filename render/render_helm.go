@@ -152,15 +152,7 @@ func renderChart(job *helmJob) *helmResult {
 	if err != nil {
 		return fail(helmError(dir, err))
 	}
-	var size int64
-	for f, content := range files {
-		if strings.HasSuffix(f, "/NOTES.txt") {
-			delete(files, f)
-			continue
-		}
-		size += int64(len(content))
-	}
-	if size > job.MaxOutputBytes {
+	if withoutNotes(files) > job.MaxOutputBytes {
 		return fail(&RenderError{Path: chartYAML, Err: helmOutputError(job.MaxOutputBytes)})
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
@@ -179,6 +171,20 @@ func renderChart(job *helmJob) *helmResult {
 		}
 	}
 	return res
+}
+
+// withoutNotes drops the charts' NOTES.txt from the rendered files and
+// returns the size of the rest.
+func withoutNotes(files map[string]string) int64 {
+	var size int64
+	for f, content := range files {
+		if strings.HasSuffix(f, "/NOTES.txt") {
+			delete(files, f)
+			continue
+		}
+		size += int64(len(content))
+	}
+	return size
 }
 
 func isTestHook(h *release.Hook) bool {
@@ -219,18 +225,10 @@ func (r *renderer) helmJob(dir string) (*helmJob, error) {
 	if job.ValuesFrom, err = r.valuesFromJSON(); err != nil {
 		return nil, err
 	}
-	rules := ignore.Empty()
-	ignoreFile := path.Join(dir, ignore.HelmIgnore)
-	switch data, err := r.read(ignoreFile); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	rules, err := r.helmIgnore(dir)
+	if err != nil {
 		return nil, err
-	default:
-		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
-			return nil, &RenderError{Path: ignoreFile, Err: err}
-		}
 	}
-	rules.AddDefaults()
 
 	var total int64
 	err = fs.WalkDir(r.fsys, dir, func(p string, d fs.DirEntry, err error) error {
@@ -285,6 +283,33 @@ func (r *renderer) helmJob(dir string) (*helmJob, error) {
 		}
 		return nil, &RenderError{Path: dir, Err: err}
 	}
+	if job.ValuesFiles, err = r.helmValuesFiles(dir); err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// helmIgnore reads the chart's .helmignore, with helm's default rules.
+func (r *renderer) helmIgnore(dir string) (*ignore.Rules, error) {
+	rules := ignore.Empty()
+	ignoreFile := path.Join(dir, ignore.HelmIgnore)
+	switch data, err := r.read(ignoreFile); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
+			return nil, &RenderError{Path: ignoreFile, Err: err}
+		}
+	}
+	rules.AddDefaults()
+	return rules, nil
+}
+
+// helmValuesFiles reads spec.helm.valuesFiles (relative to the chart,
+// inside the repository), each checked against the decoding limits.
+func (r *renderer) helmValuesFiles(dir string) ([]helmFile, error) {
+	var out []helmFile
 	for _, f := range r.opts.Helm.ValuesFiles {
 		p := CleanDir(path.Join(dir, f))
 		if strings.HasPrefix(path.Join(dir, f), "..") {
@@ -297,9 +322,9 @@ func (r *renderer) helmJob(dir string) (*helmJob, error) {
 		if err := r.checkDecode(p, data); err != nil {
 			return nil, err
 		}
-		job.ValuesFiles = append(job.ValuesFiles, helmFile{Name: p, Data: data})
+		out = append(out, helmFile{Name: p, Data: data})
 	}
-	return job, nil
+	return out, nil
 }
 
 // parsedByHelm reports whether Helm parses the chart file rel (relative

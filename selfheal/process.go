@@ -35,115 +35,150 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 	return true
 }
 
-// handle compares the cached live object with Git and acts on a difference.
+// handle compares the cached live object with Git and acts on a
+// difference: it records the drift with the policy's decision and, with
+// self-heal on, puts Git's state back.
 func (w *Watcher) handle(ctx context.Context, it item) error {
+	ev, ok := w.drifted(ctx, it)
+	if !ok {
+		return nil
+	}
+	if w.state.mark(it, ev.guard, ev.paths()) {
+		w.notify(ev.guard)
+	}
+	ev.who = w.attribute(ev.live, ev.want.Key, ev.seen)
+	d, rec, expired := w.record(ctx, ev)
+	if !w.Settings.SelfHeal(ev.guard) || (d.Action != policy.Revert && d.Action != policy.Deny) {
+		return nil
+	}
+	return w.heal(ctx, ev, d, rec, expired)
+}
+
+// driftEvent is one difference between a live object and Git, as handle
+// sees it.
+type driftEvent struct {
+	it        item
+	guard     string
+	want      *render.Object
+	live      *unstructured.Unstructured // nil: deleted
+	changes   []drift.Change
+	operation string // DRIFT or DELETE
+	seen      time.Time
+	who       attribution
+}
+
+// paths are the changed paths; nil for a deleted object.
+func (ev *driftEvent) paths() []string {
+	if ev.live == nil {
+		return nil
+	}
+	return changedPaths(ev.changes)
+}
+
+// drifted compares the cached live object of it with Git; false when there
+// is nothing to act on (not managed, in sync, or the state the guard
+// reverted from).
+func (w *Watcher) drifted(ctx context.Context, it item) (*driftEvent, bool) {
 	guard, want, ok := w.Store.Lookup(it.key())
 	if !ok {
 		w.notify(w.state.clear(it))
-		return nil
+		return nil, false
 	}
 	w.mu.Lock()
 	ki := w.informers[it.gvk]
 	w.mu.Unlock()
 	if ki == nil {
-		return nil
+		return nil, false
 	}
-	live := getCached(ki.informer, it.namespace, it.name)
-	seen := time.Now()
+	ev := &driftEvent{it: it, guard: guard, want: want, live: getCached(ki.informer, it.namespace, it.name), operation: "DRIFT", seen: time.Now()}
+	if ev.live == nil {
+		ev.operation = "DELETE"
+		return ev, true
+	}
+	ev.changes = w.compare(ctx, guard, want, ev.live)
+	if len(ev.changes) == 0 {
+		w.notify(w.state.clear(it))
+		w.fights.forget(it)
+		return nil, false
+	}
+	// The state we reverted from: our write's event is on its way.
+	return ev, !w.state.alreadyReverted(it, ev.live.GetResourceVersion())
+}
 
-	var changes []drift.Change
-	operation := "DRIFT"
-	if live == nil {
-		operation = "DELETE"
-	} else {
-		changes = w.compare(ctx, guard, want, live)
-		if len(changes) == 0 {
-			w.notify(w.state.clear(it))
-			w.fights.forget(it)
-			return nil
-		}
-		if w.state.alreadyReverted(it, live.GetResourceVersion()) {
-			// This is the state we reverted from; our write's event is on its way.
-			return nil
-		}
-	}
-	var paths []string // nil: missing
-	if live != nil {
-		paths = changedPaths(changes)
-	}
-	if w.state.mark(it, guard, paths) {
-		w.notify(guard)
-	}
-
-	who := w.attribute(live, want.Key, seen)
-	res := w.decide(ctx, guard, want, live, changes, who)
-	d := res.Decision()
-	expired := false
-	if res.Temporary && live != nil {
-		// Kept for the Guard's TTL from the change, then reverted unless Git adopted it.
-		if left := who.at.Add(w.Settings.BreakGlassTTL(guard)).Sub(seen); left > 0 {
-			w.queue.AddAfter(it, left)
+// record asks the policy what to do with the drift and writes the drift
+// record (once per object state and decision). A break-glass change is
+// kept for the Guard's TTL from the change, then reverted unless Git
+// adopted it: expired says that time is up.
+func (w *Watcher) record(ctx context.Context, ev *driftEvent) (d policy.Decision, rec audit.Record, expired bool) {
+	res := w.decide(ctx, ev.guard, ev.want, ev.live, ev.changes, ev.who)
+	d = res.Decision()
+	if res.Temporary && ev.live != nil {
+		ttl := w.Settings.BreakGlassTTL(ev.guard)
+		if left := ev.who.at.Add(ttl).Sub(ev.seen); left > 0 {
+			w.queue.AddAfter(ev.it, left)
 		} else {
 			expired = true
 			d = policy.Decision{Action: policy.Revert, Rule: "break-glass-expired",
-				Reason: fmt.Sprintf("%s by %s expired after %s; Git did not adopt the change", res.Rule, who.user, w.Settings.BreakGlassTTL(guard))}
+				Reason: fmt.Sprintf("%s by %s expired after %s; Git did not adopt the change", res.Rule, ev.who.user, ttl)}
 		}
 	}
-	rec := audit.Record{
-		Type: audit.Drift, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
-		Object: audit.ObjectOf(want), Fields: audit.FieldsOf(changes), Action: string(d.Action),
-		Reason: d.Reason, Rule: d.Rule, PolicyRevision: w.policyRevision(), Source: audit.SourceOf(want.Source),
+	rec = audit.Record{
+		Type: audit.Drift, Guard: ev.guard, User: ev.who.user, Groups: ev.who.groups, Manager: ev.who.manager, Operation: ev.operation,
+		Object: audit.ObjectOf(ev.want), Fields: audit.FieldsOf(ev.changes), Action: string(d.Action),
+		Reason: d.Reason, Rule: d.Rule, PolicyRevision: w.policyRevision(), Source: audit.SourceOf(ev.want.Source),
 	}
 	if !expired {
 		rec.PolicyAction = string(res.PolicyAction)
 	}
-	if expired || !w.state.recordedBefore(it, live, d) {
+	if expired || !w.state.recordedBefore(ev.it, ev.live, d) {
 		w.Audit.Log(ctx, rec)
 	}
-	w.state.accept(it, d.Action == policy.Allow || d.Action == policy.Warn)
+	w.state.accept(ev.it, d.Action == policy.Allow || d.Action == policy.Warn)
+	return d, rec, expired
+}
 
-	if !w.Settings.SelfHeal(guard) || (d.Action != policy.Revert && d.Action != policy.Deny) {
-		return nil
-	}
+// heal puts Git's state back (additions removed, the object reverted or
+// recreated) unless a controller fights over it, and records the revert.
+func (w *Watcher) heal(ctx context.Context, ev *driftEvent, d policy.Decision, rec audit.Record, expired bool) error {
+	it, who := ev.it, ev.who
 	controller := who.controller(it.namespace)
 	if !w.fights.allow(it, controller) {
 		return nil
 	}
-	if w.fights.reverted(it, controller, changeSignature(changes), guard, seen) {
+	if w.fights.reverted(it, controller, changeSignature(ev.changes), ev.guard, ev.seen) {
 		msg := fightMessage(it, controller, who.manager)
 		w.Log.Info("fight detected; no longer reverting", "object", it.key().String(), "controller", controller, "manager", who.manager)
-		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, User: who.user, Manager: who.manager, Operation: "REVERT",
+		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: ev.guard, User: who.user, Manager: who.manager, Operation: "REVERT",
 			Object: rec.Object, Fields: rec.Fields, Action: "stopped", Rule: "fight-detected", Reason: msg, Source: rec.Source})
-		w.notify(guard)
+		w.notify(ev.guard)
 		return nil
 	}
-	err := w.Reverter.RemoveAdditions(ctx, guard, live, additions(changes))
+	err := w.Reverter.RemoveAdditions(ctx, ev.guard, ev.live, additions(ev.changes))
 	if err == nil {
-		err = w.Reverter.Revert(ctx, guard, want, live)
+		err = w.Reverter.Revert(ctx, ev.guard, ev.want, ev.live)
 	}
 	if err != nil {
 		// Retried with backoff; recorded once per object state and error.
-		if !w.state.failedBefore(it, live, err) {
-			w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: guard, Operation: "REVERT", Object: rec.Object,
+		if !w.state.failedBefore(it, ev.live, err) {
+			w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: ev.guard, Operation: "REVERT", Object: rec.Object,
 				Source: rec.Source, Error: err.Error()})
 		}
 		return err
 	}
 	if expired {
-		if err := w.Reverter.ClearAnnotations(ctx, guard, live, v1alpha1.BreakGlassAnnotation, v1alpha1.ChangedByAnnotation); err != nil {
+		if err := w.Reverter.ClearAnnotations(ctx, ev.guard, ev.live, v1alpha1.BreakGlassAnnotation, v1alpha1.ChangedByAnnotation); err != nil {
 			w.Log.Error(err, "clear break-glass annotations", "object", it.key().String())
 		}
 	}
-	if live != nil {
-		w.state.reverted(it, live.GetResourceVersion())
-	}
 	typ := audit.Revert
-	if live == nil {
+	if ev.live == nil {
 		typ = audit.Recreate
+	} else {
+		w.state.reverted(it, ev.live.GetResourceVersion())
 	}
-	w.Audit.Log(ctx, audit.Record{Type: typ, Guard: guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: operation,
+	w.Audit.Log(ctx, audit.Record{Type: typ, Guard: ev.guard, User: who.user, Groups: who.groups, Manager: who.manager, Operation: ev.operation,
 		Object: rec.Object, Fields: rec.Fields, Action: string(policy.Revert), Rule: d.Rule, Source: rec.Source,
-		DurationMS: float64(time.Since(seen).Microseconds()) / 1000})
+		DurationMS: float64(time.Since(ev.seen).Microseconds()) / 1000})
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -144,13 +145,9 @@ func (f *GitFetcher) Options() FetchOptions { return f.opts }
 // SSH host key, a *HostKeyError) or wrap a *RenderError; with a render
 // error the revision is still returned.
 func (f *GitFetcher) Fetch(ctx context.Context, req Request) (revision string, snap *render.Snapshot, err error) {
-	if req.Kind != "" && req.Kind != SourceGit {
-		return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("a %s source is not fetched with Git", req.Kind)}
-	}
-	if !f.opts.AllowLocal {
-		if err := CheckLocal(req.URL, req.Field); err != nil {
-			return "", nil, &FetchError{URL: req.URL, Err: err}
-		}
+	rng, err := f.check(req)
+	if err != nil {
+		return "", nil, &FetchError{URL: req.URL, Err: err}
 	}
 	dir := render.CleanDir(req.Path)
 	key := RenderKeyOf(req)
@@ -158,17 +155,6 @@ func (f *GitFetcher) Fetch(ctx context.Context, req Request) (revision string, s
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 
-	var rng *semverRange
-	if req.SemVer != "" {
-		if req.Ref != "" {
-			return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("ref %q and semver range %q exclude each other", req.Ref, req.SemVer)}
-		}
-		c, err := parseRange(req.SemVer)
-		if err != nil {
-			return "", nil, &FetchError{URL: req.URL, Err: err}
-		}
-		rng = &semverRange{text: req.SemVer, c: c}
-	}
 	auth, err := req.Auth.method(req.URL, f.cacheDir)
 	if err != nil {
 		return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("auth: %w", err)}
@@ -209,24 +195,57 @@ func (f *GitFetcher) Fetch(ctx context.Context, req Request) (revision string, s
 		return "", nil, &FetchError{URL: req.URL, Err: fmt.Errorf("read tree of %s: %w", sha, err)}
 	}
 
-	src := render.Source{URL: req.URL, Revision: sha}
-	objs, asked, err := render.RenderAsked(TreeFS(tree, commit.Committer.When), dir, src, req.Render)
+	snap, err = rr.render(log, req, key, TreeFS(tree, commit.Committer.When), sha)
+	return sha, snap, err
+}
+
+// check refuses what no fetch of req can do (another kind of source, a
+// local URL unless allowed, ref beside a semver range) and parses its
+// semver range.
+func (f *GitFetcher) check(req Request) (*semverRange, error) {
+	if req.Kind != "" && req.Kind != SourceGit {
+		return nil, fmt.Errorf("a %s source is not fetched with Git", req.Kind)
+	}
+	if !f.opts.AllowLocal {
+		if err := CheckLocal(req.URL, req.Field); err != nil {
+			return nil, err
+		}
+	}
+	if req.SemVer == "" {
+		return nil, nil
+	}
+	if req.Ref != "" {
+		return nil, fmt.Errorf("ref %q and semver range %q exclude each other", req.Ref, req.SemVer)
+	}
+	c, err := parseRange(req.SemVer)
+	if err != nil {
+		return nil, err
+	}
+	return &semverRange{text: req.SemVer, c: c}, nil
+}
+
+// render renders req's path of the commit's tree and remembers the result
+// (a render error too: the revision is not rendered again) under key.
+func (rr *remoteRepo) render(log logr.Logger, req Request, key RenderKey, tree fs.FS, sha string) (*render.Snapshot, error) {
+	dir := render.CleanDir(req.Path)
+	objs, asked, err := render.RenderAsked(tree, dir, render.Source{URL: req.URL, Revision: sha}, req.Render)
+	var snap *render.Snapshot
 	if err == nil {
 		snap, err = render.NewSnapshot(req.URL, sha, objs)
 	}
 	if err != nil {
 		var re *render.RenderError
 		if !errors.As(err, &re) {
-			return sha, nil, fmt.Errorf("render %s at %s: %w", dir, sha, err)
+			return nil, fmt.Errorf("render %s at %s: %w", dir, sha, err)
 		}
 		err = fmt.Errorf("render %s at %s: %w", dir, sha, err)
 		rr.renders.Put(key, &Rendered{Revision: sha, Err: err, Capabilities: asked})
 		log.Info("render failed", "error", err.Error())
-		return sha, nil, err
+		return nil, err
 	}
 	rr.renders.Put(key, &Rendered{Revision: sha, Snap: snap, Capabilities: asked})
 	log.V(1).Info("fetched", "objects", len(snap.Objects))
-	return sha, snap, nil
+	return snap, nil
 }
 
 // remote returns the cache of req's URL fetched with req's credentials.

@@ -88,26 +88,9 @@ func (f *Fetcher) resolveHelm(ctx context.Context, st *state, req Request) (targ
 	if err != nil {
 		return target{}, err
 	}
-	var entry *chartVersion
-	if pin.version != "" {
-		for i := range versions {
-			if versions[i].Version == pin.version {
-				entry = &versions[i]
-			}
-		}
-		if entry == nil {
-			return target{}, fmt.Errorf("chart %s version %s is no longer in %s", a.Chart, pin.version, indexURL(req.URL))
-		}
-	} else {
-		names := make([]string, len(versions))
-		for i, v := range versions {
-			names[i] = v.Version
-		}
-		best, err := highestVersion(names, req.SemVer, same, "version of chart "+a.Chart)
-		if err != nil {
-			return target{}, err
-		}
-		entry = &versions[slices.Index(names, best)]
+	entry, err := chooseVersion(versions, pin.version, req)
+	if err != nil {
+		return target{}, err
 	}
 	if len(entry.URLs) == 0 {
 		return target{}, fmt.Errorf("chart %s version %s has no URL in %s", a.Chart, entry.Version, indexURL(req.URL))
@@ -147,6 +130,33 @@ func (f *Fetcher) resolveHelm(ctx context.Context, st *state, req Request) (targ
 		}
 		return chartFSWithin(data, redact.URL(chartURL), entry.Created, f.opts.MaxUnpackedBytes, f.opts.MaxFiles)
 	}}, nil
+}
+
+// chooseVersion is the pinned version of the chart (a revision asked for),
+// else the highest in req's semver range.
+func chooseVersion(versions []chartVersion, pinned string, req Request) (*chartVersion, error) {
+	chart := req.Artifact.Chart
+	if pinned != "" {
+		var entry *chartVersion
+		for i := range versions {
+			if versions[i].Version == pinned {
+				entry = &versions[i]
+			}
+		}
+		if entry == nil {
+			return nil, fmt.Errorf("chart %s version %s is no longer in %s", chart, pinned, indexURL(req.URL))
+		}
+		return entry, nil
+	}
+	names := make([]string, len(versions))
+	for i, v := range versions {
+		names[i] = v.Version
+	}
+	best, err := highestVersion(names, req.SemVer, same, "version of chart "+chart)
+	if err != nil {
+		return nil, err
+	}
+	return &versions[slices.Index(names, best)], nil
 }
 
 // chartFS unpacks a chart archive; a bad archive is a
