@@ -40,7 +40,7 @@ type Follower struct {
 	Log     logr.Logger
 }
 
-// NeedLeaderElection: every replica compares and maps kinds.
+// NeedLeaderElection is false: every replica compares and maps kinds.
 func (f *Follower) NeedLeaderElection() bool { return false }
 
 // Start watches until ctx ends.

@@ -126,10 +126,10 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 }
 
 // objects are the objects of the step's wave that this sync applies (keep).
-func (n waveStep) objects(waves []Wave, keep map[render.ObjectKey]bool) []*render.Object {
+func (s waveStep) objects(waves []Wave, keep map[render.ObjectKey]bool) []*render.Object {
 	var out []*render.Object
 	for _, w := range waves {
-		if w.Number != n.number || w.Definitions != n.definitions {
+		if w.Number != s.number || w.Definitions != s.definitions {
 			continue
 		}
 		for _, o := range w.Objects {

@@ -143,7 +143,7 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// byteSize is a flag of a number of bytes, written as a quantity.
+// ByteSize is a flag of a number of bytes, written as a quantity.
 type ByteSize int64
 
 func (b *ByteSize) String() string { return SizeText(int64(*b)) }
@@ -161,7 +161,7 @@ func (b *ByteSize) Set(s string) error {
 	return nil
 }
 
-// sizeText writes a number of bytes as a quantity (16Mi) when it is a
+// SizeText writes a number of bytes as a quantity (16Mi) when it is a
 // whole number of KiB, MiB or GiB.
 func SizeText(n int64) string {
 	for _, u := range []struct {

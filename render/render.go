@@ -157,7 +157,7 @@ func (r *renderer) render(root string) []*Object {
 	return objs
 }
 
-// cleanDir turns a repository path into an fs.FS path.
+// CleanDir turns a repository path into an fs.FS path.
 func CleanDir(dir string) string {
 	d := path.Clean("/" + strings.ReplaceAll(dir, "\\", "/"))
 	if d == "/" {

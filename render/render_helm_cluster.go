@@ -56,7 +56,7 @@ type Capabilities struct {
 // cluster to ask (driftguard validate, Capabilities nil): Helm's default.
 func DefaultKubeVersion() string { return common.DefaultCapabilities.KubeVersion.Version }
 
-// digest identifies capabilities ("helm-default" for nil: Helm's).
+// Digest identifies capabilities ("helm-default" for nil: Helm's).
 func (c *Capabilities) Digest() string {
 	if c == nil {
 		return "helm-default"

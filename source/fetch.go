@@ -85,7 +85,7 @@ func (e *FetchError) Error() string {
 
 func (e *FetchError) Unwrap() error { return e.Err }
 
-// Fetcher fetches revisions with go-git into bare repositories below a
+// GitFetcher fetches revisions with go-git into bare repositories below a
 // cache folder and renders them into Snapshots. Fetching the same (URL,
 // Path) again costs one ref listing as long as the resolved revision does
 // not change. Repositories and snapshots are kept per URL and credentials
@@ -121,7 +121,7 @@ type remoteRepo struct {
 	objects *cache.ObjectLRU
 }
 
-// NewFetcher returns a Fetcher that keeps its repositories below cacheDir.
+// NewGitFetcher returns a GitFetcher that keeps its repositories below cacheDir.
 // It fetches with DefaultFetchOptions until SetOptions.
 func NewGitFetcher(cacheDir string, log logr.Logger) *GitFetcher {
 	return &GitFetcher{cacheDir: cacheDir, log: log, opts: DefaultFetchOptions(), repos: map[string]*remoteRepo{}}
