@@ -147,7 +147,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 	}
 	if after.Health != g.Status.Health {
 		if ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady); d.Requeue != nil && g.Spec.Wait &&
-			ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == "Progressing" {
+			ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == v1alpha1.ReasonProgressing {
 			d.Requeue(guard)
 		}
 	}

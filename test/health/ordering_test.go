@@ -210,7 +210,7 @@ func TestSyncWaves(t *testing.T) {
 	wait.Eventually(t, 60*time.Second, "guard Stalled InvalidSyncOrder", func() error {
 		g := h.Guard(t, name)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
-		if c == nil || c.Reason != reconcile.ReasonInvalidSyncOrder {
+		if c == nil || c.Reason != v1alpha1.ReasonInvalidSyncOrder {
 			return fmt.Errorf("conditions %+v", g.Status.Conditions)
 		}
 		for _, want := range []string{"service.yaml:1: Service " + ns + "/web", reconcile.ArgoSyncWaveAnnotation, `"third"`, repo.Initial[:7], "stays in force"} {
@@ -360,7 +360,7 @@ func TestHelmHooks(t *testing.T) {
 	// A pre-upgrade hook that fails fails the sync, with its message; the
 	// revision's objects are not applied; hook-failed deletes it.
 	repo.Change(t, "a failing check", helmChart(ns, "v3", true))
-	c := guardFailedWith(t, name, reconcile.ReasonHookFailed, "PreSync hook Job "+ns+"/check", "(chart/templates/check.yaml)", "BackoffLimitExceeded")
+	c := guardFailedWith(t, name, v1alpha1.ReasonHookFailed, "PreSync hook Job "+ns+"/check", "(chart/templates/check.yaml)", "BackoffLimitExceeded")
 	t.Logf("Ready=False %s: %s", c.Reason, c.Message)
 	var cm corev1.ConfigMap
 	created(t, &cm, ns, "settings")
@@ -446,7 +446,7 @@ func TestArgoHooksAndWaves(t *testing.T) {
 		}
 	})
 	repo.Change(t, "a failing smoke test", files(true))
-	guardFailedWith(t, name, reconcile.ReasonHookFailed, "PostSync hook Job "+ns+"/smoke-", "BackoffLimitExceeded")
+	guardFailedWith(t, name, v1alpha1.ReasonHookFailed, "PostSync hook Job "+ns+"/smoke-", "BackoffLimitExceeded")
 	h.Audit.Wait(t, 60*time.Second, "the SyncFail hook succeeded", func(r audit.Record) bool {
 		return r.Guard == name && r.Object.Name == "cleanup" && r.Action == "succeeded"
 	})
