@@ -89,11 +89,16 @@ type GuardReconciler struct {
 	// Shard, when set, limits the reconciler to Guards labelled
 	// driftguard.io/shard=Shard; unset, to Guards without that label.
 	Shard string
+	// Writes, when set (shared with DriftStatus.Writes), remembers each
+	// status write, so that DriftStatus does not write the same status
+	// again when the watch reports what a reconcile applied.
+	Writes *StatusWrites
 
 	mu        sync.Mutex
 	decorated map[string]*prepared // guard -> its fetched snapshot, decorated and ordered
 	waits     map[string]waitStart
 	kicks     kicks
+	queued    queuedTimes
 }
 
 // Pushed reconciles at once every Guard whose repository is one of urls (a
@@ -138,7 +143,9 @@ func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// the interval do.
 		For(&v1alpha1.Guard{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
-			predicate.NewPredicateFuncs(r.InShard))).
+			predicate.NewPredicateFuncs(r.InShard),
+			// Last: when a Guard that passed the others is queued.
+			predicate.NewPredicateFuncs(r.queued.noteObject))).
 		WatchesRawSource(r.kicks.source()).
 		// A Guard that becomes Ready and Healthy wakes the Guards that wait
 		// for it (spec.dependsOn), rather than their next check.
@@ -198,7 +205,7 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	start := time.Now()
 	before := g.Status.DeepCopy()
-	res, err := r.reconcile(ctx, log, &g)
+	res, err := r.reconcile(ctx, log, &g, r.queued.take(g.Name))
 	g.Status.ObservedGeneration = g.Generation
 	handledReconcileRequest(&g)
 	if r.Drift != nil {
@@ -240,6 +247,8 @@ func (r *GuardReconciler) forget(guard string) {
 		r.Health.Forget(guard, snap)
 	}
 	r.Store.Remove(guard)
+	r.Writes.forget(guard)
+	r.queued.take(guard)
 	if r.Inventory != nil {
 		r.Inventory.Forget(guard)
 	}
@@ -277,6 +286,9 @@ type attempt struct {
 	// install: the Guard's first sync (no revision applied yet) runs
 	// Helm's install hooks, every later one its upgrade hooks.
 	install bool
+	// queued is when an event or a kick queued this reconcile (zero for
+	// the interval, a retry): a ref listing begun since will do.
+	queued time.Time
 }
 
 // stop ends a reconcile with a result; nil goes on to the next step.
@@ -286,8 +298,8 @@ func stopAfter(d time.Duration) stop { return &ctrl.Result{RequeueAfter: d} }
 
 // reconcile runs the steps of a full reconciliation in order; each may stop
 // it with the condition it set. docs/reconciliation.md describes them.
-func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1alpha1.Guard) (ctrl.Result, error) {
-	a := &attempt{g: g, log: log}
+func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1alpha1.Guard, queued time.Time) (ctrl.Result, error) {
+	a := &attempt{g: g, log: log, queued: queued}
 	if s := r.checkSpec(a); s != nil {
 		return *s, nil
 	}
@@ -425,7 +437,7 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 	// unless a person asked for this reconcile or sync: then the remote is
 	// asked.
 	if !requestPending(g) {
-		req.ListingMaxAge = ListingReuse
+		req.ListingMaxAge, req.ListingSince = ListingReuse, a.queued
 	}
 	// A revision the status says failed is not rendered again before its
 	// backoff (a new leader would otherwise render it at once).

@@ -40,9 +40,13 @@ func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, be
 	}
 	orig := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: *before}
 	patched := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: g.Status}
-	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(orig)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return fmt.Errorf("update status of guard %s: %w", g.Name, err)
 	}
+	r.Writes.wrote(g.Name, patched.ResourceVersion)
 	return nil
 }
 

@@ -68,6 +68,8 @@ func (r *GuardReconciler) summarizeHealth(ctx context.Context, g *v1alpha1.Guard
 	if r.Health == nil {
 		return HealthSummary{State: health.Healthy}
 	}
+	// One status write: with what the watch shows of this reconcile's applies.
+	r.Health.AwaitObserved(ctx, snap)
 	sum := r.Health.Summarize(ctx, g, snap)
 	setHealth(&g.Status, sum)
 	return sum
