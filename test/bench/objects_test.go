@@ -199,7 +199,7 @@ func runObjects(b *testing.B, ctx context.Context, p *plane, sz objectsSize, las
 // when the guard or the API server has exited or a Guard's status names
 // etcd's quota: that is where this machine's limit is.
 func waitObjectsReady(ctx context.Context, p *plane, guard *harness.Process, sz objectsSize, rev string, created time.Time) error {
-	deadline := created.Add(10*time.Minute + time.Duration(sz.objects())*10*time.Millisecond)
+	deadline := created.Add(10*time.Minute + time.Duration(sz.objects())*20*time.Millisecond)
 	lastLog := time.Now()
 	for ; ; time.Sleep(time.Second) {
 		if done, err := guard.Exited(); done {
