@@ -21,6 +21,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -87,7 +88,7 @@ func guardReadyAt(t *testing.T, name, rev string, timeout time.Duration) *v1alph
 	var g *v1alpha1.Guard
 	wait.Eventually(t, timeout, fmt.Sprintf("guard %s Ready and Healthy at %.7s", name, rev), func() error {
 		g = h.Guard(t, name)
-		if !meta.IsStatusConditionTrue(g.Status.Conditions, v1alpha1.ConditionReady) || g.Status.LastAppliedRevision != rev || g.Status.Health != "Healthy" {
+		if !meta.IsStatusConditionTrue(g.Status.Conditions, v1alpha1.ConditionReady) || g.Status.LastAppliedRevision != rev || g.Status.Health != string(health.Healthy) {
 			return fmt.Errorf("revision %.7s health %q conditions %+v", g.Status.LastAppliedRevision, g.Status.Health, g.Status.Conditions)
 		}
 		return nil
