@@ -82,10 +82,6 @@ const (
 	ReasonInventoryFailed = "InventoryFailed"
 )
 
-// ReasonRetryingAfterError: Reconciling True while a failure is retried
-// with backoff; Ready holds the failure's reason.
-const ReasonRetryingAfterError = "RetryingAfterError"
-
 // Reasons of the InSync condition.
 const (
 	// ReasonSynced: InSync True, the newest revision is the one applied.
@@ -99,12 +95,17 @@ const (
 	ReasonSyncWindowClosed = "SyncWindowClosed"
 )
 
-// ReasonFightingOtherManager: Degraded True, self-heal stopped reverting
-// objects another field manager keeps changing back.
-const ReasonFightingOtherManager = "FightingOtherManager"
-
-// ReasonSinkFailing: AuditSinks False, an audit sink of the guard fails.
-const ReasonSinkFailing = "SinkFailing"
-
-// ReasonSuspended: Suspended True, spec.suspend is true.
-const ReasonSuspended = "Suspended"
+// Reasons of the Reconciling, Degraded, AuditSinks and Suspended
+// conditions.
+const (
+	// ReasonRetryingAfterError: Reconciling True while a failure is retried
+	// with backoff; Ready holds the failure's reason.
+	ReasonRetryingAfterError = "RetryingAfterError"
+	// ReasonFightingOtherManager: Degraded True, self-heal stopped reverting
+	// objects another field manager keeps changing back.
+	ReasonFightingOtherManager = "FightingOtherManager"
+	// ReasonSinkFailing: AuditSinks False, an audit sink of the guard fails.
+	ReasonSinkFailing = "SinkFailing"
+	// ReasonSuspended: Suspended True, spec.suspend is true.
+	ReasonSuspended = "Suspended"
+)
