@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/test/harness"
 )
 
@@ -47,11 +45,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(policyDir)
-	for name, src := range policy.DefaultModules() {
-		if err := os.WriteFile(filepath.Join(policyDir, filepath.Base(name)), []byte(src), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if err := harness.WriteDefaultPolicy(policyDir, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) {
 		o.PolicyDir = policyDir

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/test/harness"
 )
 
@@ -38,11 +36,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stopTLS()
-	for name, src := range policy.DefaultModules() {
-		if err := os.WriteFile(filepath.Join(policyDir, filepath.Base(name)), []byte(src), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if err := harness.WriteDefaultPolicy(policyDir, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	notifications = &notificationReceiver{}
 	notifySrv := httptest.NewServer(notifications)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/decision"
-	"github.com/driftguard/driftguard/policy"
+	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -139,9 +139,7 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 
 func writeDefaultPolicy(t *testing.T, dir string) {
 	t.Helper()
-	for name, src := range policy.DefaultModules() {
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := harness.WriteDefaultPolicy(dir, nil); err != nil {
+		t.Fatal(err)
 	}
 }

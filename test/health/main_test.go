@@ -10,12 +10,10 @@ package health
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/devenv"
-	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/test/harness"
 )
 
@@ -51,13 +49,9 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(policyDir)
 	// The policy folder replaces the built-in policy: keep its decision
 	// rule beside the health rule.
-	files := policy.DefaultModules()
-	files["health.rego"] = healthRego
-	for name, src := range files {
-		if err := os.WriteFile(filepath.Join(policyDir, name), []byte(src), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if err := harness.WriteDefaultPolicy(policyDir, map[string]string{"health.rego": healthRego}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	h, err = harness.Start(harness.Options{Simulated: true, Guard: func(o *app.Options) {
 		o.WebhookRegister = false // nobody changes objects by hand here

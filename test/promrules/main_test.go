@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/test/harness"
 )
 
@@ -32,11 +31,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	for name, src := range policy.DefaultModules() {
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), []byte(src), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if err := harness.WriteDefaultPolicy(dir, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	// The audit file sink writes to a full disk: every write fails with
 	// ENOSPC, so the audit sink alert has something to fire on.

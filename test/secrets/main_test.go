@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -22,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/test/harness"
 )
 
@@ -63,11 +61,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(policyDir)
-	for name, src := range policy.DefaultModules() {
-		if err := os.WriteFile(filepath.Join(policyDir, filepath.Base(name)), []byte(src), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if err := harness.WriteDefaultPolicy(policyDir, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	notifications = &receiver{}
 	srv := httptest.NewServer(notifications)
