@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -79,9 +78,9 @@ func (r *GuardReconciler) decorate(g *v1alpha1.Guard, snap *render.Snapshot) *re
 
 // SyncHooks returns the hooks of a fetched snapshot as the guard creates
 // them: in their namespace ("default" for a namespaced object Git leaves
-// without one) and labelled HookLabel=guard, never GuardLabel, so that the
-// informer, the webhook and prune never take them for managed objects.
-// The hooks are copies; snap is not changed.
+// without one) and labelled HookLabel=guard, never apply.GuardLabel, so
+// that the informer, the webhook and prune never take them for managed
+// objects. The hooks are copies; snap is not changed.
 func SyncHooks(c client.Client, guard string, plan *SyncPlan) []*Hook {
 	out := make([]*Hook, 0, len(plan.Hooks))
 	for _, h := range plan.Hooks {

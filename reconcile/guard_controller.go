@@ -61,7 +61,7 @@ type GuardReconciler struct {
 	// Inventory keeps what each Guard applied, the only objects prune may
 	// delete. Unset, SetupWithManager keeps it in SecretNamespace (the
 	// guard's own namespace), without the UIDs of self-heal's applies
-	// between reconciles unless Applier.Applied hands them on.
+	// between reconciles unless apply.Applier.Applied hands them on.
 	Inventory *InventoryStore
 	Audit     *audit.Logger
 	Drift     DriftState

@@ -20,7 +20,7 @@ func (r *GuardReconciler) loadInventory(ctx context.Context, a *attempt) stop {
 // UIDs the API server answered to its applies since the last reconcile
 // (self-heal's included) and in this one, and, for objects of the revision
 // not applied now, the live object when it is provably the guard's
-// (AppliedBy) and the inventory does not hold it yet (a Guard from before
+// (apply.AppliedBy) and the inventory does not hold it yet (a Guard from before
 // inventories, or one with self-heal off). An object is recorded only while
 // the revision holds it, or from the answer to the guard's own apply.
 func (r *GuardReconciler) recordApplied(a *attempt, cs apply.ChangeSet) {

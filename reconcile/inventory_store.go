@@ -172,7 +172,7 @@ func (s *InventoryStore) create(ctx context.Context, cm *corev1.ConfigMap) error
 }
 
 // Applied records the UID of an object the API server stored for one of the
-// guard's own applies (Applier.Applied), under the Guard named by the
+// guard's own applies (apply.Applier.Applied), under the Guard named by the
 // object's label, for the next reconcile of that Guard to record: the UID
 // the server answered to the guard itself is the inventory's first source.
 func (s *InventoryStore) Applied(u *unstructured.Unstructured) {

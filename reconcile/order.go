@@ -32,7 +32,7 @@ const (
 	ArgoHookDeletePolicyAnnotation = "argocd.argoproj.io/hook-delete-policy"
 
 	// HookLabel marks an object the guard created as a hook of the Guard
-	// named by its value. Hooks carry it instead of GuardLabel: the
+	// named by its value. Hooks carry it instead of apply.GuardLabel: the
 	// informer, the webhook and prune select on GuardLabel only.
 	HookLabel = "driftguard.io/hook-of"
 )
@@ -64,7 +64,7 @@ type Hook struct {
 	// ServerLabels: Git gives the hook no labels, so it is created with
 	// those the API server gives such an object (SyncHooks), and a Job
 	// with its job-name and controller-uid labels once created
-	// (labelCreatedJob).
+	// (apply.Applier.LabelCreatedJob).
 	ServerLabels bool
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // Removals returns the fields a sync would remove from live: the fields
-// the guard's own apply owns (managedFields of FieldManager) that desired
+// the guard's own apply owns (managedFields of apply.FieldManager) that desired
 // no longer sets and no other manager (the control plane's aside) owns,
 // which server-side apply removes when the guard applies desired. Each
 // change has Added set and Live the value that goes. Fields ignore rules

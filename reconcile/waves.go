@@ -38,7 +38,7 @@ const waitMargin = 3 * time.Second
 const wavePoll = time.Second
 
 // applyInOrder applies objs in the revision's order: wave by wave when it
-// has several waves or hooks (applyOrdered), else in the Applier's stages.
+// has several waves or hooks (applyOrdered), else in the apply engine's stages.
 func (r *GuardReconciler) applyInOrder(ctx context.Context, a *attempt, objs []*render.Object, whole bool, opts apply.Options, each func(apply.Entry)) (apply.ChangeSet, error) {
 	if a.plan == nil || !a.plan.Ordered() {
 		return a.applier.ApplyEach(ctx, objs, opts, each)
