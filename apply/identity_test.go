@@ -45,7 +45,7 @@ func TestIdentityRefusesGuardItself(t *testing.T) {
 	g.Name = "shop"
 	_, err := ids.For(context.Background(), g)
 	var ie *IdentityError
-	if !errors.As(err, &ie) || ie.Reason != ReasonInvalidServiceAccount || !strings.Contains(err.Error(), "guard's own service account") {
+	if !errors.As(err, &ie) || ie.Reason != v1alpha1.ReasonInvalidServiceAccount || !strings.Contains(err.Error(), "guard's own service account") {
 		t.Fatalf("got %v, want an InvalidServiceAccount IdentityError", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/apply"
 )
 
@@ -25,13 +26,13 @@ func TestForbiddenOr(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"service account", &apply.ForbiddenError{Identity: id, Verb: "delete", Resource: "deployments.apps", Namespace: "b", RBAC: true, Err: denied}, apply.ReasonForbidden},
-		{"service account, wrapped", fmt.Errorf("prune x: %w", &apply.ForbiddenError{Identity: id, Verb: "delete", Resource: "deployments.apps", Err: denied}), apply.ReasonForbidden},
-		{"guard's own", (&apply.Applier{}).ExplainForbidden(denied, "delete", gvk, "b"), "ApplyFailed"},
-		{"not forbidden", (&apply.Applier{}).ExplainForbidden(apierrors.NewNotFound(schema.GroupResource{Resource: "x"}, "y"), "delete", gvk, "b"), "ApplyFailed"},
+		{"service account", &apply.ForbiddenError{Identity: id, Verb: "delete", Resource: "deployments.apps", Namespace: "b", RBAC: true, Err: denied}, v1alpha1.ReasonForbidden},
+		{"service account, wrapped", fmt.Errorf("prune x: %w", &apply.ForbiddenError{Identity: id, Verb: "delete", Resource: "deployments.apps", Err: denied}), v1alpha1.ReasonForbidden},
+		{"guard's own", (&apply.Applier{}).ExplainForbidden(denied, "delete", gvk, "b"), v1alpha1.ReasonApplyFailed},
+		{"not forbidden", (&apply.Applier{}).ExplainForbidden(apierrors.NewNotFound(schema.GroupResource{Resource: "x"}, "y"), "delete", gvk, "b"), v1alpha1.ReasonApplyFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := forbiddenOr(tc.err, "ApplyFailed"); got != tc.want {
+			if got := forbiddenOr(tc.err, v1alpha1.ReasonApplyFailed); got != tc.want {
 				t.Errorf("reason %s, want %s", got, tc.want)
 			}
 		})

@@ -4,13 +4,15 @@ import (
 	"context"
 
 	"github.com/driftguard/driftguard/apply"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
 )
 
 // loadInventory reads the Guard's inventory before anything is applied.
 func (r *GuardReconciler) loadInventory(ctx context.Context, a *attempt) stop {
 	inv, err := r.Inventory.Load(ctx, a.g)
 	if err != nil {
-		return r.failed(ctx, a.g, "InventoryFailed", err.Error())
+		return r.failed(ctx, a.g, v1alpha1.ReasonInventoryFailed, err.Error())
 	}
 	a.inv = inv
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/apply"
+	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -125,7 +126,7 @@ spec:
 `
 	repo := h.NewGuard(t, "partial-status", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "one"), "svc.yaml": bad},
 		func(s *v1alpha1.GuardSpec) { s.Enforcement = v1alpha1.EnforcementWarn })
-	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "PartiallySynced", "1 of 3 objects failed")
+	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPartiallySynced, "1 of 3 objects failed")
 	var g *v1alpha1.Guard
 	wait.Eventually(t, 30*time.Second, "status of what is applied", func() error {
 		g = h.Guard(t, repo.Guard)
@@ -138,7 +139,7 @@ spec:
 			return fmt.Errorf("managedObjects %d, want 2", g.Status.ManagedObjects)
 		case !slices.Contains(kinds, "Namespace") || !slices.Contains(kinds, "ConfigMap"):
 			return fmt.Errorf("inventory %v", kinds)
-		case g.Status.Health != "Missing" || len(g.Status.Unhealthy) != 1 || !strings.Contains(g.Status.Unhealthy[0], "bad"):
+		case g.Status.Health != string(health.Missing) || len(g.Status.Unhealthy) != 1 || !strings.Contains(g.Status.Unhealthy[0], "bad"):
 			return fmt.Errorf("health %q unhealthy %q", g.Status.Health, g.Status.Unhealthy)
 		}
 		return nil
