@@ -20,6 +20,6 @@ func DefaultRules() []RuleReport {
 		{"restores-git", false, "the compiled layer holds no Git values: an update writing Git's values back onto an object that differs from Git is denied (only a break-glass change can make it differ while the guard is down)"},
 		{"self-heal", false, "after the fact (drift), not an admission: the guard's drift watcher"},
 		{"orphan", false, "a CREATE: the webhook warns while the guard is up"},
-		{"managed-by-git", true, "deny (or warn, by enforcement) an update, delete or scale of an indexed object that changes anything its ignore rules do not hide; updates by users of managedFieldsManagers rules, and objects whose ignore rules point into a list, are the webhook's"},
+		{"managed-by-git", true, "deny (or warn, by enforcement) an update, delete or scale of an indexed object that changes anything its ignore rules do not hide; updates by users of managedFieldsManagers rules, objects whose ignore rules point into a list and objects whose names hold characters but letters, digits and . - _ : @ + are the webhook's"},
 	}
 }
