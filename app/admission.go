@@ -10,7 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/webhook"
 )
 
@@ -78,12 +78,12 @@ func registrar(server *webhook.Server, reg *webhook.Registrar, o Options, ca []b
 		registration := webhook.Registration{
 			Name: o.WebhookConfigName, URL: url, CABundle: ca,
 			FailurePolicy:  admissionregistrationv1.FailurePolicyType(o.FailurePolicy),
-			TimeoutSeconds: int32(o.WebhookTimeout / time.Second), LabelKey: reconcile.GuardLabel,
+			TimeoutSeconds: int32(o.WebhookTimeout / time.Second), LabelKey: apply.GuardLabel,
 			ExcludeNamespaces: o.excludedNamespaces(), SkipUsers: []string{self},
 			// The service accounts Guards act as write what Git says, as the
 			// guard does; they are all of its own namespace, whose pods can
 			// run as the guard itself anyway.
-			SkipUserPrefixes: []string{reconcile.ServiceAccountPrefix(o.Namespace)},
+			SkipUserPrefixes: []string{apply.ServiceAccountPrefix(o.Namespace)},
 			DecideInMutating: o.AdmissionMode != ModeWebhook,
 		}
 		if o.WebhookService != "" {

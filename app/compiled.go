@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/compiled"
 	"github.com/driftguard/driftguard/policy"
-	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/settings"
 	"github.com/driftguard/driftguard/webhook"
@@ -157,7 +157,7 @@ func newCompiledLayer(o Options, self string, c client.Client, reader client.Rea
 		Config: compiled.Config{
 			Name: o.WebhookConfigName, Namespace: o.Namespace,
 			GuardUsers:        append([]string{self}, o.GuardUsers...),
-			GuardUserPrefixes: []string{reconcile.ServiceAccountPrefix(o.Namespace)},
+			GuardUserPrefixes: []string{apply.ServiceAccountPrefix(o.Namespace)},
 			BreakGlassGroups:  o.BreakGlassGroups,
 			ExcludeNamespaces: o.excludedNamespaces(),
 		},

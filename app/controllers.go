@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/definitions"
 	"github.com/driftguard/driftguard/drift"
@@ -52,7 +53,7 @@ type deps struct {
 type controllers struct {
 	store     *render.Store
 	settings  *settings.Guards
-	applier   *reconcile.Applier
+	applier   *apply.Applier
 	inventory *reconcile.InventoryStore
 	layer     *compiledLayer
 	watcher   *selfheal.Watcher
@@ -97,10 +98,10 @@ func (c *controllers) addApplier(_ context.Context, d deps) error {
 	}
 	c.settings = settings.NewGuards(d.mgr.GetClient(), global)
 	if d.o.DefaultServiceAccount != "" {
-		d.log.Info("Guards without spec.serviceAccountName act as the default service account", "user", reconcile.ServiceAccountUser(d.o.Namespace, d.o.DefaultServiceAccount))
+		d.log.Info("Guards without spec.serviceAccountName act as the default service account", "user", apply.ServiceAccountUser(d.o.Namespace, d.o.DefaultServiceAccount))
 	}
 	c.inventory = &reconcile.InventoryStore{Client: d.mgr.GetClient(), Namespace: d.o.Namespace, Log: d.log.WithName("inventory")}
-	c.applier = &reconcile.Applier{
+	c.applier = &apply.Applier{
 		Client: d.mgr.GetClient(), Reader: d.mgr.GetAPIReader(), Rules: c.settings.IgnoreRules, Concurrency: d.o.ApplyConcurrency,
 		Identities: identities(d), Schemas: schemas.New(d.kube.Discovery(), d.log.WithName("schemas")),
 		Live: d.events, Applied: d.events.applied,
@@ -115,9 +116,9 @@ func (c *controllers) addApplier(_ context.Context, d deps) error {
 // identities: whom each Guard's writes act as: its service account,
 // impersonated, or the guard itself (docs/security.md, "Per-Guard
 // identity").
-func identities(d deps) *reconcile.Identities {
+func identities(d deps) *apply.Identities {
 	mgr := d.mgr
-	return &reconcile.Identities{
+	return &apply.Identities{
 		Config: d.cfg, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Own: mgr.GetClient(),
 		Namespace: d.o.Namespace, Default: d.o.DefaultServiceAccount, Self: d.self,
 		Guards: mgr.GetClient(), ServiceAccounts: mgr.GetClient(),
@@ -145,8 +146,8 @@ func (c *controllers) addSelfHeal(_ context.Context, d deps) error {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
 	c.watcher = &selfheal.Watcher{
-		Dynamic: dyn, Mapper: d.mgr.GetRESTMapper(), Store: c.store, Reverter: reverter{c.applier},
-		Policy: d.engine, Settings: c.settings, Audit: d.audit, LabelKey: reconcile.GuardLabel,
+		Dynamic: dyn, Mapper: d.mgr.GetRESTMapper(), Store: c.store, Applier: c.applier,
+		Policy: d.engine, Settings: c.settings, Audit: d.audit, LabelKey: apply.GuardLabel,
 		Workers: d.o.Workers, Stamps: c.stamps, APIServerStamps: c.layer.StampsInForce,
 		Changed: d.events.driftChanged, HealthChanged: d.events.healthChanged, Log: d.log.WithName("drift"),
 	}

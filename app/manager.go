@@ -20,13 +20,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/definitions"
-	"github.com/driftguard/driftguard/reconcile"
 )
 
 // managedSelector selects objects carrying the inventory label.
 var managedSelector = func() labels.Selector {
-	req, err := labels.NewRequirement(reconcile.GuardLabel, selection.Exists, nil)
+	req, err := labels.NewRequirement(apply.GuardLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant label key
 	}

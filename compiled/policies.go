@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/apply"
 )
 
 // Resource is a resource the snapshots hold objects of, in one mode: a
@@ -154,7 +154,7 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 	match := &admissionregistrationv1.MatchResources{ResourceRules: rules, MatchPolicy: ptr.To(admissionregistrationv1.Equivalent)}
 	if !k.scale {
 		// A Scale has no labels: the index alone says what is managed.
-		match.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: reconcile.GuardLabel, Operator: metav1.LabelSelectorOpExists}}}
+		match.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: apply.GuardLabel, Operator: metav1.LabelSelectorOpExists}}}
 	}
 	vars, allowed, changed := c.validation(k)
 	// The writers the default policy always allows are left out first, in

@@ -6,7 +6,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
-	"github.com/driftguard/driftguard/reconcile"
+	"github.com/driftguard/driftguard/apply"
 )
 
 // StampPolicy is the MutatingAdmissionPolicy that writes, on every update
@@ -31,7 +31,7 @@ func (c Config) StampPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy,
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				ResourceRules:  rules,
 				MatchPolicy:    ptr.To(admissionregistrationv1.Equivalent),
-				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: reconcile.GuardLabel, Operator: metav1.LabelSelectorOpExists}}},
+				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: apply.GuardLabel, Operator: metav1.LabelSelectorOpExists}}},
 			},
 			FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
 			MatchConditions: []admissionregistrationv1.MatchCondition{c.notTheGuard(), {

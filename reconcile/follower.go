@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/render"
 )
 
@@ -36,7 +37,7 @@ type FollowerOptions struct {
 	Cache   cache.Cache
 	Fetcher Fetcher
 	Store   *render.Store
-	Applier *Applier
+	Applier *apply.Applier
 	// Capabilities are the cluster's capabilities for charts, as the leader's.
 	Capabilities *ClusterCapabilities
 	// Elected is closed when this replica becomes the leader (the
@@ -57,7 +58,7 @@ func NewFollower(o FollowerOptions) (*Follower, error) {
 	case o.Client == nil || o.Cache == nil:
 		return nil, errors.New("follower: no Client or Cache")
 	case o.Fetcher == nil || o.Store == nil || o.Applier == nil:
-		return nil, errors.New("follower: no Fetcher, Store or Applier")
+		return nil, errors.New("follower: no Fetcher, Store or apply.Applier")
 	case o.Elected == nil:
 		return nil, errors.New("follower: no Elected channel")
 	}
@@ -178,7 +179,7 @@ func (f *Follower) followOne(ctx context.Context, g *v1alpha1.Guard) error {
 	if same {
 		return nil
 	}
-	decorated, err := Decorate(f.o.Client, g.Name, snap)
+	decorated, err := apply.Decorate(f.o.Client, g.Name, snap)
 	if err != nil {
 		return err
 	}

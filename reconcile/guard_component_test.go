@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
@@ -86,7 +87,7 @@ func TestGuardControllerAppliesARevision(t *testing.T) {
 	auditLog := audit.NewLogger(log, 100)
 	rec := &reconcile.GuardReconciler{
 		Client: mgr.GetClient(), Fetcher: source.NewGitFetcher(filepath.Join(dir, "gitcache"), log), Store: render.NewStore(),
-		Applier: &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
+		Applier: &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
 		Audit:   auditLog, SecretNamespace: "default", DefaultInterval: time.Hour, Log: log,
 	}
 	if err := rec.SetupWithManager(mgr); err != nil {
@@ -115,8 +116,8 @@ func TestGuardControllerAppliesARevision(t *testing.T) {
 	if err := mgr.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: "default", Name: "settings"}, &cm); err != nil {
 		t.Fatal(err)
 	}
-	if cm.Data["greeting"] != "from git" || cm.Labels[reconcile.GuardLabel] != "app" {
-		t.Errorf("ConfigMap settings: data %v, labels %v; want the data of Git and %s=app", cm.Data, cm.Labels, reconcile.GuardLabel)
+	if cm.Data["greeting"] != "from git" || cm.Labels[apply.GuardLabel] != "app" {
+		t.Errorf("ConfigMap settings: data %v, labels %v; want the data of Git and %s=app", cm.Data, cm.Labels, apply.GuardLabel)
 	}
 	if g.Status.ManagedObjects != 1 {
 		t.Errorf("status.managedObjects %d, want 1", g.Status.ManagedObjects)

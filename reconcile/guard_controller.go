@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/redact"
@@ -56,11 +57,11 @@ type GuardReconciler struct {
 	Client  client.Client
 	Fetcher Fetcher
 	Store   *render.Store
-	Applier *Applier
+	Applier *apply.Applier
 	// Inventory keeps what each Guard applied, the only objects prune may
 	// delete. Unset, SetupWithManager keeps it in SecretNamespace (the
 	// guard's own namespace), without the UIDs of self-heal's applies
-	// between reconciles unless Applier.Applied hands them on.
+	// between reconciles unless apply.Applier.Applied hands them on.
 	Inventory *InventoryStore
 	Audit     *audit.Logger
 	Drift     DriftState
@@ -282,7 +283,7 @@ type attempt struct {
 	inv    *Inventory // what the guard applied: the only objects prune deletes
 	// applier writes as the Guard's identity (spec.serviceAccountName,
 	// --default-service-account, or the guard's own).
-	applier *Applier
+	applier engine
 	plan    *SyncPlan // the revision's waves and hooks
 	// install: the Guard's first sync (no revision applied yet) runs
 	// Helm's install hooks, every later one its upgrade hooks.
@@ -386,14 +387,14 @@ func (r *GuardReconciler) checkDependencies(ctx context.Context, a *attempt) sto
 // that does not exist (or is the guard's own) leaves the Guard not Ready,
 // naming it, and is looked for again: creating it is the fix.
 func (r *GuardReconciler) checkIdentity(ctx context.Context, a *attempt) stop {
-	a.applier = r.Applier
+	a.applier = engine{r.Applier}
 	if r.Applier.Identities == nil {
 		return nil
 	}
 	id, err := r.Applier.Identities.For(ctx, a.g)
 	if err != nil {
 		reason := v1alpha1.ReasonServiceAccountNotFound
-		var ie *IdentityError
+		var ie *apply.IdentityError
 		if errors.As(err, &ie) {
 			reason = ie.Reason
 		}
@@ -405,7 +406,7 @@ func (r *GuardReconciler) checkIdentity(ctx context.Context, a *attempt) stop {
 		r.notReady(a.g, reason, msg)
 		return stopAfter(min(r.interval(a.g), identityRequeue))
 	}
-	a.applier = r.Applier.As(id)
+	a.applier = engine{r.Applier.As(id)}
 	return nil
 }
 
@@ -566,7 +567,7 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 	}
 
 	if newRevision {
-		r.event(g, corev1.EventTypeNormal, "RevisionApplied", fmt.Sprintf("applied revision %s: %d created, %d configured, %d replaced", short(rev), cs.Count(Created), cs.Count(Configured), cs.Count(Replaced)))
+		r.event(g, corev1.EventTypeNormal, "RevisionApplied", fmt.Sprintf("applied revision %s: %d created, %d configured, %d replaced", short(rev), cs.Count(apply.Created), cs.Count(apply.Configured), cs.Count(apply.Replaced)))
 	}
 	// A new revision, or one whose sync failed before, is recorded as
 	// applied once (operation SYNC): commit statuses mark revisions by it.
@@ -592,17 +593,17 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 	}
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReconciliationSucceeded, Message: msg})
 	if syncRecorded {
-		r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "SYNC", Action: "applied", Reason: msg,
+		r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: apply.FieldManager, Operation: "SYNC", Action: "applied", Reason: msg,
 			Source: &audit.Source{URL: SourceURL(g), Revision: rev}})
 	}
-	a.log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "created", cs.Count(Created), "configured", cs.Count(Configured), "took", time.Since(start).String())
+	a.log.V(1).Info("reconciled", "revision", rev, "objects", len(cs), "created", cs.Count(apply.Created), "configured", cs.Count(apply.Configured), "took", time.Since(start).String())
 	return result
 }
 
 // apply creates the namespaces spec.createNamespace asks for and applies
 // what toApply selects, recording each object as it is applied (a guard
 // killed halfway loses no record of what it did).
-func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision bool) (ChangeSet, map[render.ObjectKey]string, stop) {
+func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision bool) (apply.ChangeSet, map[render.ObjectKey]string, stop) {
 	g := a.g
 	if g.Spec.CreateNamespace && (newRevision || g.Status.Retries > 0 || g.Generation != g.Status.ObservedGeneration) {
 		var hooks []*Hook
@@ -611,7 +612,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 		}
 		created, err := a.applier.EnsureNamespaces(ctx, g.Name, a.snap, hooks)
 		for _, ns := range created {
-			r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(Created),
+			r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: apply.FieldManager, Operation: "APPLY", Action: string(apply.Created),
 				Object: audit.Object{Version: "v1", Kind: "Namespace", Name: ns}, Reason: "spec.createNamespace"})
 		}
 		if err != nil {
@@ -622,11 +623,11 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 	// A sync of the whole revision, new or asked for, runs its hooks and
 	// waits for its waves; a reconcile that only corrects drift does not.
 	whole := a.manual || newRevision
-	cs, err := r.applyInOrder(ctx, a, objs, whole, ApplyOptions{Force: g.Spec.Force}, func(e Entry) {
-		if e.Action == Unchanged {
+	cs, err := r.applyInOrder(ctx, a, objs, whole, apply.Options{Force: g.Spec.Force}, func(e apply.Entry) {
+		if e.Action == apply.Unchanged {
 			return
 		}
-		rec := audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "APPLY", Action: string(e.Action),
+		rec := audit.Record{Type: audit.Apply, Guard: g.Name, User: apply.FieldManager, Operation: "APPLY", Action: string(e.Action),
 			Object: audit.ObjectOf(e.Object), Source: audit.SourceOf(e.Object.Source)}
 		if e.Err != nil {
 			rec.Type, rec.Error = audit.Error, e.Err.Error()
@@ -644,7 +645,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 		}
 	}
 	if err != nil {
-		failed := cs.Count(Failed)
+		failed := cs.Count(apply.Failed)
 		reason, msg := v1alpha1.ReasonApplyFailed, err.Error()
 		if failed < len(cs) {
 			reason = v1alpha1.ReasonPartiallySynced
@@ -674,7 +675,7 @@ func (r *GuardReconciler) prune(ctx context.Context, a *attempt, kinds *[]schema
 	g := a.g
 	res, err := a.applier.Prune(ctx, g.Name, *kinds, a.snap, a.inv, propagation(g.Spec.PrunePropagationPolicy))
 	for _, p := range res.Deleted {
-		r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: FieldManager, Operation: "DELETE", Action: string(Deleted), Object: prunedObject(p)})
+		r.record(ctx, audit.Record{Type: audit.Prune, Guard: g.Name, User: apply.FieldManager, Operation: "DELETE", Action: string(apply.Deleted), Object: prunedObject(p)})
 	}
 	if len(res.Deleted) > 0 {
 		r.event(g, corev1.EventTypeNormal, "Pruned", fmt.Sprintf("deleted %d objects that left Git at %s", len(res.Deleted), short(a.rev)))
@@ -696,7 +697,7 @@ func (r *GuardReconciler) prune(ctx context.Context, a *attempt, kinds *[]schema
 // forbiddenOr is v1alpha1.ReasonForbidden when err holds a write the
 // Guard's service account may not make, else reason.
 func forbiddenOr(err error, reason string) string {
-	if fe := (*ForbiddenError)(nil); errors.As(err, &fe) {
+	if fe := (*apply.ForbiddenError)(nil); errors.As(err, &fe) {
 		return v1alpha1.ReasonForbidden
 	}
 	return reason

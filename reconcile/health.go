@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/render"
 )
@@ -61,12 +62,12 @@ const maxUnhealthyListed = 20
 // the object as it was before it.
 type HealthTracker struct {
 	Source HealthSource
-	Live   LiveLookup
+	Live   apply.LiveLookup
 	Reader client.Reader
 	// Identities, when set, make the reads of a Guard's objects from the
 	// API server (kinds not watched, a Service's EndpointSlices) act as the
 	// Guard's service account, as its writes do.
-	Identities *Identities
+	Identities *apply.Identities
 	// OnChange, when set, is told when a Guard's health state changes
 	// (not on the first summary after start).
 	OnChange func(g *v1alpha1.Guard, sum HealthSummary, prev health.State)
@@ -257,7 +258,7 @@ func (t *HealthTracker) read(ctx context.Context, reader client.Reader, gvk sche
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, u); err != nil {
-		if IsNotFoundOrGone(err) {
+		if apply.IsNotFoundOrGone(err) {
 			return health.Result{State: health.Missing, Message: "not found"}
 		}
 		return health.Result{State: health.Unknown, Message: err.Error()}

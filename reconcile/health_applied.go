@@ -33,7 +33,7 @@ const (
 )
 
 // Applied remembers an object as the API server stored it for an apply
-// (Applier.Applied).
+// (apply.Applier.Applied).
 func (t *HealthTracker) Applied(stored *unstructured.Unstructured) {
 	now := time.Now()
 	a := appliedObject{uid: stored.GetUID(), resourceVersion: stored.GetResourceVersion(), generation: stored.GetGeneration(), at: now}

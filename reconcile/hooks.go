@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,10 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/render"
@@ -51,7 +50,7 @@ func (r *GuardReconciler) runHooks(ctx context.Context, a *attempt, phase Phase,
 		for _, h := range group {
 			u, earlier, err := a.applier.createHook(ctx, h, a.g.Name, a.inv, deadline)
 			if earlier != nil {
-				r.recordHook(ctx, a, h, phase, earlier, string(Deleted), "before-hook-creation", "")
+				r.recordHook(ctx, a, h, phase, earlier, string(apply.Deleted), "before-hook-creation", "")
 			}
 			if err != nil {
 				errs = append(errs, &HookError{Hook: h, Phase: phase, Name: h.Object.Key.Name, Err: err})
@@ -84,7 +83,7 @@ func (r *GuardReconciler) runHooks(ctx context.Context, a *attempt, phase Phase,
 					if uid, ok := a.inv.HookUID(hookKey(u)); ok && uid == u.GetUID() {
 						a.inv.RemoveHook(hookKey(u))
 					}
-					r.recordHook(ctx, a, h, phase, u, string(Deleted), policy, "")
+					r.recordHook(ctx, a, h, phase, u, string(apply.Deleted), policy, "")
 				}
 			}
 		}
@@ -104,13 +103,13 @@ func errString(err error) string {
 
 // recordHook writes an audit record of what happened to a hook.
 func (r *GuardReconciler) recordHook(ctx context.Context, a *attempt, h *Hook, phase Phase, u *unstructured.Unstructured, action, policy, errMsg string) {
-	rec := audit.Record{Type: audit.Apply, Guard: a.g.Name, User: FieldManager, Operation: "HOOK", Action: action,
+	rec := audit.Record{Type: audit.Apply, Guard: a.g.Name, User: apply.FieldManager, Operation: "HOOK", Action: action,
 		Object: audit.ObjectOf(h.Object), Source: audit.SourceOf(h.Object.Source), Reason: "hook " + string(phase)}
 	if policy != "" {
 		rec.Reason += " (" + policy + ")"
 	}
 	rec.Object.Name = u.GetName()
-	if action == string(Deleted) {
+	if action == string(apply.Deleted) {
 		rec.Type, rec.Operation = audit.Prune, "DELETE"
 	}
 	if errMsg != "" {
@@ -126,69 +125,28 @@ func (r *GuardReconciler) recordHook(ctx context.Context, a *attempt, h *Hook, p
 // (its inventory, with the same UID: a hook applied as a plain object by an
 // earlier version) is deleted. earlier names the object it deleted (name
 // and UID only), nil when none.
-func (a *Applier) createHook(ctx context.Context, h *Hook, guard string, inv *Inventory, deadline time.Time) (u, earlier *unstructured.Unstructured, err error) {
+func (a engine) createHook(ctx context.Context, h *Hook, guard string, inv *Inventory, deadline time.Time) (u, earlier *unstructured.Unstructured, err error) {
 	u = h.Object.Obj().DeepCopy()
 	if u.GetName() != "" && h.DeleteBefore {
 		if earlier, err = a.deleteEarlierHook(ctx, u, guard, inv, deadline); err != nil {
 			return nil, earlier, err
 		}
 	}
-	if err := a.Client.Create(ctx, u, client.FieldOwner(FieldManager)); err != nil {
+	if err := a.Client.Create(ctx, u, client.FieldOwner(apply.FieldManager)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, earlier, errors.New("an object of that name exists from an earlier run and the hook's delete policy has no before-hook-creation")
 		}
-		return nil, earlier, fmt.Errorf("create: %w", a.forbidden(err, "create", u.GroupVersionKind(), u.GetNamespace()))
+		return nil, earlier, fmt.Errorf("create: %w", a.ExplainForbidden(err, "create", u.GroupVersionKind(), u.GetNamespace()))
 	}
 	if h.Object.Obj().GetName() != "" {
 		inv.PutHook(hookKey(u), u.GetUID())
 	}
 	if h.ServerLabels {
-		if err := a.labelCreatedJob(ctx, u); err != nil {
+		if err := a.LabelCreatedJob(ctx, u); err != nil {
 			return nil, earlier, err
 		}
 	}
 	return u, earlier, nil
-}
-
-// labelCreatedJob gives a hook Job that Git gave no labels, just created,
-// the labels the API server gives such a Job and that HookLabel stopped:
-// its job-name labels (when it was named by generateName, the name only
-// the answer tells) and its controller-uid labels, the values of its pod
-// template's, as for a Job applied as a managed object
-// (ServerDefaultedLabels, withControllerUID). The patch names the UID, so
-// it never labels another object of that name. u is updated in place.
-func (a *Applier) labelCreatedJob(ctx context.Context, u *unstructured.Unstructured) error {
-	if u.GroupVersionKind().GroupKind() != jobKind || manualSelector(u) {
-		return nil
-	}
-	labels := u.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	add := map[string]any{}
-	withControllerUID(u, u.GetUID())
-	for k, v := range u.GetLabels() {
-		if labels[k] != v {
-			add[k] = v
-		}
-	}
-	template, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
-	for _, k := range []string{JobNameLabel, LegacyJobNameLabel} {
-		if _, ok := labels[k]; !ok && template[k] == u.GetName() {
-			add[k] = u.GetName()
-		}
-	}
-	if len(add) == 0 {
-		return nil
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": u.GetUID(), "labels": add}})
-	if err != nil {
-		return fmt.Errorf("label the hook Job: %w", err)
-	}
-	if err := a.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("label the hook Job with its job-name and controller-uid: %w", a.forbidden(err, "patch", u.GroupVersionKind(), u.GetNamespace()))
-	}
-	return nil
 }
 
 // hookKey is the inventory key of a hook as created.
@@ -199,15 +157,15 @@ func hookKey(u *unstructured.Unstructured) render.ObjectKey {
 // deleteEarlierHook deletes the object named as hook u, when it is one the
 // guard may delete, and waits until it is gone. deleted names it (name and
 // UID only) once the delete was sent.
-func (a *Applier) deleteEarlierHook(ctx context.Context, u *unstructured.Unstructured, guard string, inv *Inventory, deadline time.Time) (deleted *unstructured.Unstructured, err error) {
+func (a engine) deleteEarlierHook(ctx context.Context, u *unstructured.Unstructured, guard string, inv *Inventory, deadline time.Time) (deleted *unstructured.Unstructured, err error) {
 	live := &metav1.PartialObjectMetadata{}
 	live.SetGroupVersionKind(u.GroupVersionKind())
 	err = a.hookReader().Get(ctx, client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}, live)
-	if IsNotFoundOrGone(err) {
+	if apply.IsNotFoundOrGone(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the object of an earlier run: %w", a.forbidden(err, "get", u.GroupVersionKind(), u.GetNamespace()))
+		return nil, fmt.Errorf("read the object of an earlier run: %w", a.ExplainForbidden(err, "get", u.GroupVersionKind(), u.GetNamespace()))
 	}
 	key := hookKey(u)
 	entry, applied := inv.Get(key)
@@ -217,15 +175,15 @@ func (a *Applier) deleteEarlierHook(ctx context.Context, u *unstructured.Unstruc
 	case created && hookUID == live.GetUID():
 		// The hook the guard created last: a label anyone may set is
 		// never the reason to delete.
-	case labels[GuardLabel] == guard && applied && entry.UID == live.GetUID():
+	case labels[apply.GuardLabel] == guard && applied && entry.UID == live.GetUID():
 		inv.Remove(key) // a hook now: no longer the Guard's to keep or prune
 	default:
 		return nil, fmt.Errorf("an object of that name exists that guard %s did not create as this hook (its inventory has another UID or none): not deleted, not replaced", guard)
 	}
 	inv.RemoveHook(key)
 	uid := live.GetUID()
-	if err := a.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid}); err != nil && !IsNotFoundOrGone(err) && !apierrors.IsConflict(err) {
-		return nil, fmt.Errorf("delete the object of an earlier run (before-hook-creation): %w", a.forbidden(err, "delete", u.GroupVersionKind(), u.GetNamespace()))
+	if err := a.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid}); err != nil && !apply.IsNotFoundOrGone(err) && !apierrors.IsConflict(err) {
+		return nil, fmt.Errorf("delete the object of an earlier run (before-hook-creation): %w", a.ExplainForbidden(err, "delete", u.GroupVersionKind(), u.GetNamespace()))
 	}
 	deleted = &unstructured.Unstructured{}
 	deleted.SetName(live.GetName())
@@ -234,7 +192,7 @@ func (a *Applier) deleteEarlierHook(ctx context.Context, u *unstructured.Unstruc
 		cur := &metav1.PartialObjectMetadata{}
 		cur.SetGroupVersionKind(u.GroupVersionKind())
 		err := a.hookReader().Get(ctx, client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}, cur)
-		if IsNotFoundOrGone(err) {
+		if apply.IsNotFoundOrGone(err) {
 			return true, nil
 		}
 		return err == nil && cur.GetUID() != uid, nil
@@ -248,7 +206,7 @@ func (a *Applier) deleteEarlierHook(ctx context.Context, u *unstructured.Unstruc
 // waitHook waits until a Job or Pod hook completes (nil) or fails (its
 // health message), as Helm and Argo CD do; a hook of any other kind is
 // done once created.
-func (a *Applier) waitHook(ctx context.Context, u *unstructured.Unstructured, deadline time.Time) error {
+func (a engine) waitHook(ctx context.Context, u *unstructured.Unstructured, deadline time.Time) error {
 	gvk := u.GroupVersionKind()
 	if (gvk.Group != "batch" || gvk.Kind != "Job") && (gvk.Group != "" || gvk.Kind != "Pod") {
 		return nil
@@ -258,7 +216,7 @@ func (a *Applier) waitHook(ctx context.Context, u *unstructured.Unstructured, de
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(gvk)
 		if err := a.hookReader().Get(ctx, client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}, live); err != nil {
-			if IsNotFoundOrGone(err) {
+			if apply.IsNotFoundOrGone(err) {
 				return false, errors.New("deleted while it ran")
 			}
 			return false, nil // looked at again
@@ -283,15 +241,15 @@ func (a *Applier) waitHook(ctx context.Context, u *unstructured.Unstructured, de
 }
 
 // deleteHook deletes a hook the guard created, by its UID.
-func (a *Applier) deleteHook(ctx context.Context, u *unstructured.Unstructured) error {
+func (a engine) deleteHook(ctx context.Context, u *unstructured.Unstructured) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(u.GroupVersionKind())
 	obj.SetNamespace(u.GetNamespace())
 	obj.SetName(u.GetName())
 	uid := u.GetUID()
 	err := a.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
-	if err != nil && !IsNotFoundOrGone(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete (hook-delete-policy): %w", a.forbidden(err, "delete", u.GroupVersionKind(), u.GetNamespace()))
+	if err != nil && !apply.IsNotFoundOrGone(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete (hook-delete-policy): %w", a.ExplainForbidden(err, "delete", u.GroupVersionKind(), u.GetNamespace()))
 	}
 	return nil
 }
@@ -301,9 +259,9 @@ func (a *Applier) deleteHook(ctx context.Context, u *unstructured.Unstructured) 
 // Never through a cache: the manager's selects objects by the inventory
 // label, which hooks do not carry, and a cache would watch every Job of
 // the cluster.
-func (a *Applier) hookReader() client.Reader {
-	if a.identity.User != "" {
+func (a engine) hookReader() client.Reader {
+	if a.Identity().User != "" {
 		return a.Client
 	}
-	return a.reader()
+	return a.APIReader()
 }

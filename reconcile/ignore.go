@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -19,21 +18,6 @@ func CompileIgnoreRules(rules []v1alpha1.IgnoreRule) ([]*drift.Rule, error) {
 		specs[i] = drift.RuleSpec(r)
 	}
 	return drift.CompileRules(specs)
-}
-
-// WriteOptions returns the ignore rules for one write by user to a managed
-// object, as the admission webhook decides it (drift.ForWrite): updated is
-// the object the write would store.
-func (a *Applier) WriteOptions(desired *unstructured.Unstructured, updated map[string]any, user string) drift.Options {
-	gvk := desired.GroupVersionKind()
-	var opts drift.Options
-	if a.Rules != nil {
-		if rules := a.Rules(desired.GetLabels()[GuardLabel]); len(rules) > 0 {
-			opts = drift.ForWrite(rules, gvk.Group, gvk.Kind, desired.GetNamespace(), desired.GetName(), updated, user)
-		}
-	}
-	opts.Schema = a.Schemas.For(gvk)
-	return opts
 }
 
 // ReadIgnoreFile reads and compiles a YAML list of ignore rules, written as

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/render"
 )
 
@@ -130,7 +131,7 @@ func (s *InventoryStore) Save(ctx context.Context, g *v1alpha1.Guard, inv *Inven
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.Namespace, Name: InventoryName(g.Name), ResourceVersion: st.resourceVersion,
-			Labels:      map[string]string{"app.kubernetes.io/managed-by": FieldManager, InventoryOfLabel: g.Name},
+			Labels:      map[string]string{"app.kubernetes.io/managed-by": apply.FieldManager, InventoryOfLabel: g.Name},
 			Annotations: map[string]string{InventoryObjectsAnnotation: strconv.Itoa(inv.Len())},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.GroupVersion.String(), Kind: "Guard", Name: g.Name, UID: g.UID,
@@ -141,7 +142,7 @@ func (s *InventoryStore) Save(ctx context.Context, g *v1alpha1.Guard, inv *Inven
 	if st.resourceVersion == "" {
 		err = s.create(ctx, cm)
 	} else {
-		err = s.Client.Update(ctx, cm, client.FieldOwner(FieldManager))
+		err = s.Client.Update(ctx, cm, client.FieldOwner(apply.FieldManager))
 	}
 	if err != nil {
 		s.forgetStored(g.Name)
@@ -158,24 +159,24 @@ func (s *InventoryStore) Save(ctx context.Context, g *v1alpha1.Guard, inv *Inven
 // guard runs in a cluster; run outside one (driftguard dev, the tests) it is
 // created when missing.
 func (s *InventoryStore) create(ctx context.Context, cm *corev1.ConfigMap) error {
-	err := s.Client.Create(ctx, cm, client.FieldOwner(FieldManager))
+	err := s.Client.Create(ctx, cm, client.FieldOwner(apply.FieldManager))
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace}}
-	if err := s.Client.Create(ctx, ns, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := s.Client.Create(ctx, ns, client.FieldOwner(apply.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the guard's namespace %s: %w", s.Namespace, err)
 	}
 	s.Log.Info("created the guard's own namespace for its inventories", "namespace", s.Namespace)
-	return s.Client.Create(ctx, cm, client.FieldOwner(FieldManager))
+	return s.Client.Create(ctx, cm, client.FieldOwner(apply.FieldManager))
 }
 
 // Applied records the UID of an object the API server stored for one of the
-// guard's own applies (Applier.Applied), under the Guard named by the
+// guard's own applies (apply.Applier.Applied), under the Guard named by the
 // object's label, for the next reconcile of that Guard to record: the UID
 // the server answered to the guard itself is the inventory's first source.
 func (s *InventoryStore) Applied(u *unstructured.Unstructured) {
-	guard := u.GetLabels()[GuardLabel]
+	guard := u.GetLabels()[apply.GuardLabel]
 	if guard == "" || u.GetUID() == "" {
 		return
 	}

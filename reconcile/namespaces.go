@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/render"
 )
 
@@ -44,20 +45,20 @@ func missingNamespaces(snap *render.Snapshot, hooks []*Hook) []string {
 // EnsureNamespaces creates the namespaces that snap's objects and hooks
 // need and Git does not declare, unless they exist. It returns the ones it
 // created.
-func (a *Applier) EnsureNamespaces(ctx context.Context, guard string, snap *render.Snapshot, hooks []*Hook) ([]string, error) {
+func (a engine) EnsureNamespaces(ctx context.Context, guard string, snap *render.Snapshot, hooks []*Hook) ([]string, error) {
 	var created []string
 	for _, name := range missingNamespaces(snap, hooks) {
 		var ns corev1.Namespace
-		err := a.reader().Get(ctx, client.ObjectKey{Name: name}, &ns)
+		err := a.APIReader().Get(ctx, client.ObjectKey{Name: name}, &ns)
 		if err == nil {
 			continue
 		}
-		if !IsNotFoundOrGone(err) {
+		if !apply.IsNotFoundOrGone(err) {
 			return created, fmt.Errorf("namespace %s: %w", name, err)
 		}
 		ns = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{CreatedByAnnotation: guard}}}
-		if err := a.Client.Create(ctx, &ns, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return created, fmt.Errorf("create namespace %s (spec.createNamespace): %w", name, a.forbidden(err, "create", corev1.SchemeGroupVersion.WithKind("Namespace"), ""))
+		if err := a.Client.Create(ctx, &ns, client.FieldOwner(apply.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return created, fmt.Errorf("create namespace %s (spec.createNamespace): %w", name, a.ExplainForbidden(err, "create", corev1.SchemeGroupVersion.WithKind("Namespace"), ""))
 		}
 		created = append(created, name)
 	}

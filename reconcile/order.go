@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/render"
 )
 
@@ -24,14 +25,14 @@ const (
 	// not set, so Argo CD repositories move over unchanged.
 	ArgoSyncWaveAnnotation = "argocd.argoproj.io/sync-wave"
 
-	HelmHookAnnotation             = "helm.sh/hook"
+	// A hook's weight and delete policies; what makes an object a hook at
+	// all is apply.HelmHookAnnotation or apply.ArgoHookAnnotation (apply.IsHook).
 	HelmHookWeightAnnotation       = "helm.sh/hook-weight"
 	HelmHookDeletePolicyAnnotation = "helm.sh/hook-delete-policy"
-	ArgoHookAnnotation             = "argocd.argoproj.io/hook"
 	ArgoHookDeletePolicyAnnotation = "argocd.argoproj.io/hook-delete-policy"
 
 	// HookLabel marks an object the guard created as a hook of the Guard
-	// named by its value. Hooks carry it instead of GuardLabel: the
+	// named by its value. Hooks carry it instead of apply.GuardLabel: the
 	// informer, the webhook and prune select on GuardLabel only.
 	HookLabel = "driftguard.io/hook-of"
 )
@@ -63,7 +64,7 @@ type Hook struct {
 	// ServerLabels: Git gives the hook no labels, so it is created with
 	// those the API server gives such an object (SyncHooks), and a Job
 	// with its job-name and controller-uid labels once created
-	// (labelCreatedJob).
+	// (apply.Applier.LabelCreatedJob).
 	ServerLabels bool
 }
 
@@ -127,16 +128,6 @@ func (p *SyncPlan) HooksAt(phase Phase, install bool, wave *int) [][]*Hook {
 	return groups
 }
 
-// IsHook reports whether Git's object is a hook (Helm's or Argo CD's
-// annotation, whatever its value): such an object is never part of the
-// desired state the guard keeps in sync.
-func IsHook(o *render.Object) bool {
-	ann := o.Obj().GetAnnotations()
-	_, helm := ann[HelmHookAnnotation]
-	_, argo := ann[ArgoHookAnnotation]
-	return helm || argo
-}
-
 // PlanSync orders objs (a rendered revision, as Git has it) into waves and
 // hooks. A bad annotation value is a *render.RenderError (several are
 // render.RenderErrors) at the object's file and line, naming the object,
@@ -153,7 +144,7 @@ func PlanSync(objs []*render.Object) (*SyncPlan, error) {
 			errs = append(errs, objectError(o, err))
 			continue
 		}
-		if IsHook(o) {
+		if apply.IsHook(o) {
 			h, err := hookOf(o, ann, wave)
 			if err != nil {
 				errs = append(errs, objectError(o, err))
@@ -277,12 +268,12 @@ var argoHooks = map[string]Phase{
 // It returns nil for a hook that never runs.
 func hookOf(o *render.Object, ann map[string]string, wave int) (*Hook, error) {
 	h := &Hook{Object: o, Wave: wave}
-	if v, ok := ann[ArgoHookAnnotation]; ok {
+	if v, ok := ann[apply.ArgoHookAnnotation]; ok {
 		for t := range strings.SplitSeq(v, ",") {
 			t = strings.TrimSpace(t)
 			ph, known := argoHooks[t]
 			if !known {
-				return nil, fmt.Errorf("annotation %s: %q is not a hook type (PreSync, Sync, PostSync, SyncFail, Skip)", ArgoHookAnnotation, t)
+				return nil, fmt.Errorf("annotation %s: %q is not a hook type (PreSync, Sync, PostSync, SyncFail, Skip)", apply.ArgoHookAnnotation, t)
 			}
 			h.Install, h.Upgrade = appendPhase(h.Install, ph), appendPhase(h.Upgrade, ph)
 		}
@@ -292,11 +283,11 @@ func hookOf(o *render.Object, ann map[string]string, wave int) (*Hook, error) {
 			return nil, err
 		}
 	} else {
-		for e := range strings.SplitSeq(ann[HelmHookAnnotation], ",") {
+		for e := range strings.SplitSeq(ann[apply.HelmHookAnnotation], ",") {
 			e = strings.TrimSpace(e)
 			ph, known := helmEvents[e]
 			if !known {
-				return nil, fmt.Errorf("annotation %s: %q is not a hook event (pre-install, post-install, pre-upgrade, post-upgrade, pre-delete, …)", HelmHookAnnotation, e)
+				return nil, fmt.Errorf("annotation %s: %q is not a hook event (pre-install, post-install, pre-upgrade, post-upgrade, pre-delete, …)", apply.HelmHookAnnotation, e)
 			}
 			h.Install, h.Upgrade = appendPhase(h.Install, ph[0]), appendPhase(h.Upgrade, ph[1])
 		}

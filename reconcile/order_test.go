@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/render"
 )
 
@@ -105,13 +106,13 @@ func TestPlanSyncBadAnnotations(t *testing.T) {
 			[]string{"Service shop/web", ArgoSyncWaveAnnotation, `"1.5"`}},
 		{"a wave beyond 32 bits", gitObj("v1", "ConfigMap", "cfg", wave("4294967296")), []string{`"4294967296"`}},
 		{"an empty wave", gitObj("v1", "ConfigMap", "cfg", wave("")), []string{SyncWaveAnnotation, `""`}},
-		{"a Helm hook event that does not exist", gitObj("batch/v1", "Job", "migrate", map[string]string{HelmHookAnnotation: "pre-instal"}),
-			[]string{"Job shop/migrate", HelmHookAnnotation, `"pre-instal"`}},
-		{"an Argo CD hook type that does not exist", gitObj("batch/v1", "Job", "migrate", map[string]string{ArgoHookAnnotation: "presync"}),
-			[]string{ArgoHookAnnotation, `"presync"`}},
-		{"a hook weight that is not a number", gitObj("batch/v1", "Job", "migrate", map[string]string{HelmHookAnnotation: "pre-install", HelmHookWeightAnnotation: "high"}),
+		{"a Helm hook event that does not exist", gitObj("batch/v1", "Job", "migrate", map[string]string{apply.HelmHookAnnotation: "pre-instal"}),
+			[]string{"Job shop/migrate", apply.HelmHookAnnotation, `"pre-instal"`}},
+		{"an Argo CD hook type that does not exist", gitObj("batch/v1", "Job", "migrate", map[string]string{apply.ArgoHookAnnotation: "presync"}),
+			[]string{apply.ArgoHookAnnotation, `"presync"`}},
+		{"a hook weight that is not a number", gitObj("batch/v1", "Job", "migrate", map[string]string{apply.HelmHookAnnotation: "pre-install", HelmHookWeightAnnotation: "high"}),
 			[]string{HelmHookWeightAnnotation, `"high"`}},
-		{"a Helm delete policy in Argo CD's spelling", gitObj("batch/v1", "Job", "migrate", map[string]string{HelmHookAnnotation: "pre-install", HelmHookDeletePolicyAnnotation: "HookSucceeded"}),
+		{"a Helm delete policy in Argo CD's spelling", gitObj("batch/v1", "Job", "migrate", map[string]string{apply.HelmHookAnnotation: "pre-install", HelmHookDeletePolicyAnnotation: "HookSucceeded"}),
 			[]string{HelmHookDeletePolicyAnnotation, `"HookSucceeded"`, "hook-succeeded"}},
 		{"generateName on an object that is not a hook", gitObj("batch/v1", "Job", "run-", nil),
 			[]string{"Job shop/run-", "generateName", "only for hooks"}},
@@ -133,7 +134,7 @@ func TestPlanSyncBadAnnotations(t *testing.T) {
 
 func TestPlanSyncHooks(t *testing.T) {
 	helm := func(events, weight, policy string) map[string]string {
-		m := map[string]string{HelmHookAnnotation: events}
+		m := map[string]string{apply.HelmHookAnnotation: events}
 		if weight != "" {
 			m[HelmHookWeightAnnotation] = weight
 		}
@@ -156,14 +157,14 @@ func TestPlanSyncHooks(t *testing.T) {
 		{"post-upgrade", helm("post-upgrade", "3", "before-hook-creation"), nil, []Phase{PhasePostSync}, 3, 0, true, false, false, false},
 		{"post-install and post-upgrade", helm("post-install,post-upgrade", "", ""), []Phase{PhasePostSync}, []Phase{PhasePostSync}, 0, 0, true, false, false, false},
 		{"pre-delete never runs", helm("pre-delete", "", ""), nil, nil, 0, 0, false, false, false, true},
-		{"Argo PreSync in a wave", map[string]string{ArgoHookAnnotation: "PreSync", ArgoSyncWaveAnnotation: "-1"},
+		{"Argo PreSync in a wave", map[string]string{apply.ArgoHookAnnotation: "PreSync", ArgoSyncWaveAnnotation: "-1"},
 			[]Phase{PhasePreSync}, []Phase{PhasePreSync}, 0, -1, true, false, false, false},
-		{"Argo Sync and PostSync, HookSucceeded", map[string]string{ArgoHookAnnotation: "Sync,PostSync", ArgoHookDeletePolicyAnnotation: "HookSucceeded"},
+		{"Argo Sync and PostSync, HookSucceeded", map[string]string{apply.ArgoHookAnnotation: "Sync,PostSync", ArgoHookDeletePolicyAnnotation: "HookSucceeded"},
 			[]Phase{PhaseSync, PhasePostSync}, []Phase{PhaseSync, PhasePostSync}, 0, 0, false, true, false, false},
-		{"Argo SyncFail", map[string]string{ArgoHookAnnotation: "SyncFail"}, []Phase{PhaseSyncFail}, []Phase{PhaseSyncFail}, 0, 0, true, false, false, false},
-		{"Argo's annotation wins over Helm's", map[string]string{ArgoHookAnnotation: "PostSync", HelmHookAnnotation: "pre-install"},
+		{"Argo SyncFail", map[string]string{apply.ArgoHookAnnotation: "SyncFail"}, []Phase{PhaseSyncFail}, []Phase{PhaseSyncFail}, 0, 0, true, false, false, false},
+		{"Argo's annotation wins over Helm's", map[string]string{apply.ArgoHookAnnotation: "PostSync", apply.HelmHookAnnotation: "pre-install"},
 			[]Phase{PhasePostSync}, []Phase{PhasePostSync}, 0, 0, true, false, false, false},
-		{"Argo Skip: neither applied nor run", map[string]string{ArgoHookAnnotation: "Skip"}, nil, nil, 0, 0, false, false, false, true},
+		{"Argo Skip: neither applied nor run", map[string]string{apply.ArgoHookAnnotation: "Skip"}, nil, nil, 0, 0, false, false, false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,9 +203,9 @@ func TestPlanSyncHooks(t *testing.T) {
 // Hooks of a phase run in groups of one wave and weight, lowest first.
 func TestHooksAtGroups(t *testing.T) {
 	h := func(name, weight, wave string) *render.Object {
-		return gitObj("batch/v1", "Job", name, map[string]string{HelmHookAnnotation: "pre-install,pre-upgrade", HelmHookWeightAnnotation: weight, SyncWaveAnnotation: wave})
+		return gitObj("batch/v1", "Job", name, map[string]string{apply.HelmHookAnnotation: "pre-install,pre-upgrade", HelmHookWeightAnnotation: weight, SyncWaveAnnotation: wave})
 	}
-	post := gitObj("batch/v1", "Job", "report", map[string]string{HelmHookAnnotation: "post-upgrade"})
+	post := gitObj("batch/v1", "Job", "report", map[string]string{apply.HelmHookAnnotation: "post-upgrade"})
 	p, err := PlanSync([]*render.Object{h("c", "1", "0"), h("a", "1", "0"), h("b", "-1", "0"), h("z", "-9", "1"), post})
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +259,7 @@ func TestPruneOrder(t *testing.T) {
 // every wave of a Sync hook (even one without objects).
 func TestWaveSteps(t *testing.T) {
 	syncHook := func(name, wave string) *render.Object {
-		return gitObj("batch/v1", "Job", name, map[string]string{ArgoHookAnnotation: "Sync", ArgoSyncWaveAnnotation: wave})
+		return gitObj("batch/v1", "Job", name, map[string]string{apply.ArgoHookAnnotation: "Sync", ArgoSyncWaveAnnotation: wave})
 	}
 	p, err := PlanSync([]*render.Object{
 		gitObj("v1", "Namespace", "shop", nil), gitObj("v1", "ConfigMap", "a", wave("2")), gitObj("v1", "ConfigMap", "b", nil),
@@ -290,7 +291,7 @@ func TestWaveSteps(t *testing.T) {
 // spec.createNamespace creates the namespaces of hooks too, once each.
 func TestMissingNamespacesOfHooks(t *testing.T) {
 	hookIn := func(ns string) *Hook {
-		o := gitObj("batch/v1", "Job", "migrate", map[string]string{HelmHookAnnotation: "pre-install"})
+		o := gitObj("batch/v1", "Job", "migrate", map[string]string{apply.HelmHookAnnotation: "pre-install"})
 		u := o.Obj().DeepCopy()
 		u.SetNamespace(ns)
 		return &Hook{Object: render.NewObject(u, o.Source)}

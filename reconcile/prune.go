@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/render"
 )
 
@@ -58,7 +59,7 @@ func propagation(policy string) metav1.DeletionPropagation {
 // Objects are deleted in reverse sync wave order (pruneOrder); Namespaces
 // and CRDs go last, after what they held. Inventory entries whose object is
 // gone are dropped.
-func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *render.Snapshot, inv *Inventory, policy metav1.DeletionPropagation) (PruneResult, error) {
+func (a engine) Prune(ctx context.Context, guard string, kinds []schema.GroupVersionKind, snap *render.Snapshot, inv *Inventory, policy metav1.DeletionPropagation) (PruneResult, error) {
 	kinds = pruneKinds(kinds, inv)
 	inGit := func(k render.ObjectKey) bool { _, ok := snap.Get(k); return ok }
 	var res PruneResult
@@ -66,12 +67,12 @@ func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupV
 	listed := map[groupKind]bool{}
 	found := map[render.ObjectKey]bool{}
 	var deletes []labelled
-	reader := a.reader()
+	reader := a.APIReader()
 	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := reader.List(ctx, list, client.MatchingLabels{GuardLabel: guard}); err != nil {
-			if IsNotFoundOrGone(err) {
+		if err := reader.List(ctx, list, client.MatchingLabels{apply.GuardLabel: guard}); err != nil {
+			if apply.IsNotFoundOrGone(err) {
 				listed[groupKind{gvk.Group, gvk.Kind}] = true // the kind itself is gone: nothing left to prune
 				continue
 			}
@@ -118,7 +119,7 @@ func (a *Applier) Prune(ctx context.Context, guard string, kinds []schema.GroupV
 // pruneOne deletes one object the guard applied, on condition that it
 // still has the UID the guard recorded. kept is true when the object there
 // now is another one (the precondition failed): it is not the guard's.
-func (a *Applier) pruneOne(ctx context.Context, it labelled, policy metav1.DeletionPropagation) (p Pruned, kept bool, err error) {
+func (a engine) pruneOne(ctx context.Context, it labelled, policy metav1.DeletionPropagation) (p Pruned, kept bool, err error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(it.GVK)
 	obj.SetNamespace(it.Key.Namespace)
@@ -127,13 +128,13 @@ func (a *Applier) pruneOne(ctx context.Context, it labelled, policy metav1.Delet
 	err = a.Client.Delete(ctx, obj, client.PropagationPolicy(policy), client.Preconditions{UID: &uid})
 	p = Pruned{GVK: it.GVK, Key: it.Key, UID: it.UID}
 	switch {
-	case err == nil, IsNotFoundOrGone(err):
+	case err == nil, apply.IsNotFoundOrGone(err):
 		return p, false, nil
 	case apierrors.IsConflict(err):
 		p.Reason = fmt.Sprintf("was re-created under the same name after the guard listed it (not UID %s): not pruned", uid)
 		return p, true, nil
 	}
-	return p, false, fmt.Errorf("prune %s: %w", it.Key, a.forbidden(err, "delete", it.GVK, it.Key.Namespace))
+	return p, false, fmt.Errorf("prune %s: %w", it.Key, a.ExplainForbidden(err, "delete", it.GVK, it.Key.Namespace))
 }
 
 // pruneOrder sorts what prune deletes: the highest sync wave first (the

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/render"
 )
 
@@ -50,10 +51,10 @@ func planPrune(guard string, items []labelled, inGit func(render.ObjectKey) bool
 		case ok && entry.UID == it.UID:
 			p.Delete = append(p.Delete, it)
 		case ok:
-			p.Keep = append(p.Keep, Pruned{GVK: it.GVK, Key: it.Key, UID: it.UID, Reason: fmt.Sprintf(keptOtherUID, GuardLabel, guard, it.UID, entry.UID)})
+			p.Keep = append(p.Keep, Pruned{GVK: it.GVK, Key: it.Key, UID: it.UID, Reason: fmt.Sprintf(keptOtherUID, apply.GuardLabel, guard, it.UID, entry.UID)})
 			p.Drop = append(p.Drop, it.Key)
 		default:
-			p.Keep = append(p.Keep, Pruned{GVK: it.GVK, Key: it.Key, UID: it.UID, Reason: fmt.Sprintf(keptNotApplied, GuardLabel, guard)})
+			p.Keep = append(p.Keep, Pruned{GVK: it.GVK, Key: it.Key, UID: it.UID, Reason: fmt.Sprintf(keptNotApplied, apply.GuardLabel, guard)})
 		}
 	}
 	return p

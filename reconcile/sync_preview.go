@@ -10,37 +10,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/render"
 )
 
-// AsApplied returns desired as the guard's apply over live sends it: with
-// a Job's controller-uid labels (ServerDefaultedLabels) of live's UID.
-// desired is not changed.
-func AsApplied(desired, live *unstructured.Unstructured) *unstructured.Unstructured {
-	if live == nil || !needsControllerUID(desired) {
-		return desired
-	}
-	u := desired.DeepCopy()
-	withControllerUID(u, live.GetUID())
-	return u
-}
-
 // Removals returns the fields a sync would remove from live: the fields
-// the guard's own apply owns (managedFields of FieldManager) that desired
+// the guard's own apply owns (managedFields of apply.FieldManager) that desired
 // no longer sets and no other manager (the control plane's aside) owns,
 // which server-side apply removes when the guard applies desired. Each
 // change has Added set and Live the value that goes. Fields ignore rules
 // hide are not listed (the guard does not send them).
 func Removals(desired, live *unstructured.Unstructured, opts drift.Options) []drift.Change {
-	sent := AsApplied(desired, live).Object
+	sent := apply.AsApplied(desired, live).Object
 	// Additions of every manager but none: the guard's own fields too.
 	all := drift.Additions(sent, live.Object, "\x00", opts)
 	if len(all) == 0 {
 		return nil
 	}
 	others := map[string]bool{}
-	for _, c := range drift.Additions(sent, live.Object, FieldManager, opts) {
+	for _, c := range drift.Additions(sent, live.Object, apply.FieldManager, opts) {
 		others[c.Path] = true
 	}
 	var out []drift.Change
@@ -65,8 +54,8 @@ func PrunePreview(ctx context.Context, r client.Reader, g *v1alpha1.Guard, snap 
 	for _, gvk := range pruneKinds(mergeKinds(g.Status.Inventory, snap.Kinds()), inv) {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.List(ctx, list, client.MatchingLabels{GuardLabel: g.Name}); err != nil {
-			if IsNotFoundOrGone(err) {
+		if err := r.List(ctx, list, client.MatchingLabels{apply.GuardLabel: g.Name}); err != nil {
+			if apply.IsNotFoundOrGone(err) {
 				continue
 			}
 			errs = append(errs, fmt.Errorf("list %s: %w", gvk.Kind, err))

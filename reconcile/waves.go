@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/render"
 )
@@ -32,8 +33,8 @@ const waitMargin = 3 * time.Second
 const wavePoll = time.Second
 
 // applyInOrder applies objs in the revision's order: wave by wave when it
-// has several waves or hooks (applyOrdered), else in the Applier's stages.
-func (r *GuardReconciler) applyInOrder(ctx context.Context, a *attempt, objs []*render.Object, whole bool, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
+// has several waves or hooks (applyOrdered), else in the apply engine's stages.
+func (r *GuardReconciler) applyInOrder(ctx context.Context, a *attempt, objs []*render.Object, whole bool, opts apply.Options, each func(apply.Entry)) (apply.ChangeSet, error) {
 	if a.plan == nil || !a.plan.Ordered() {
 		return a.applier.ApplyEach(ctx, objs, opts, each)
 	}
@@ -47,13 +48,13 @@ func (r *GuardReconciler) applyInOrder(ctx context.Context, a *attempt, objs []*
 // with spec.wait each wave is healthy before the next one (and before
 // PostSync hooks). When anything fails, the SyncFail hooks run and the
 // sync stops: later waves are not applied.
-func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*render.Object, whole bool, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
+func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*render.Object, whole bool, opts apply.Options, each func(apply.Entry)) (apply.ChangeSet, error) {
 	deadline := time.Now().Add(r.timeout(a.g))
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d.Add(-waitMargin)
 	}
-	var cs ChangeSet
-	fail := func(err error) (ChangeSet, error) {
+	var cs apply.ChangeSet
+	fail := func(err error) (apply.ChangeSet, error) {
 		if whole {
 			if ferr := r.runHooks(ctx, a, PhaseSyncFail, nil, deadline); ferr != nil {
 				err = errors.Join(err, ferr)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/drift"
@@ -153,9 +154,14 @@ func (w *Watcher) heal(ctx context.Context, ev *driftEvent, d policy.Decision, r
 		w.notify(ev.guard)
 		return nil
 	}
-	err := w.Reverter.RemoveAdditions(ctx, ev.guard, ev.live, additions(ev.changes))
+	a, err := w.Applier.ForGuard(ctx, ev.guard)
 	if err == nil {
-		err = w.Reverter.Revert(ctx, ev.guard, ev.want, ev.live)
+		// What a forced apply leaves in place goes first; then Git's
+		// state goes back (the object is recreated when gone).
+		err = a.RemoveAdditions(ctx, ev.live, additions(ev.changes))
+	}
+	if err == nil {
+		_, err = a.Revert(ctx, ev.want, ev.live)
 	}
 	if err != nil {
 		// Retried with backoff; recorded once per object state and error.
@@ -166,7 +172,7 @@ func (w *Watcher) heal(ctx context.Context, ev *driftEvent, d policy.Decision, r
 		return err
 	}
 	if expired {
-		if err := w.Reverter.ClearAnnotations(ctx, ev.guard, ev.live, v1alpha1.BreakGlassAnnotation, v1alpha1.ChangedByAnnotation); err != nil {
+		if err := a.ClearAnnotations(ctx, ev.live, v1alpha1.BreakGlassAnnotation, v1alpha1.ChangedByAnnotation); err != nil {
 			w.Log.Error(err, "clear break-glass annotations", "object", it.key().String())
 		}
 	}
@@ -188,10 +194,10 @@ func (w *Watcher) heal(ctx context.Context, ev *driftEvent, d policy.Decision, r
 // applying Git would store: differences that are only its defaults,
 // normalizations, pruning or mutations are then never drift.
 func (w *Watcher) compare(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) []drift.Change {
-	opts := w.Reverter.Options(want.Obj(), live.Object)
+	opts := w.Applier.Options(want.Obj(), live.Object)
 	// What someone added that Git does not set is drift too; the rest is
 	// what Git sets and the cluster holds otherwise.
-	added := drift.Additions(want.Obj().Object, live.Object, reconcileManager, opts)
+	added := drift.Additions(want.Obj().Object, live.Object, apply.FieldManager, opts)
 	changes := want.Drift(live.Object, opts)
 	if len(changes) == 0 {
 		return added
@@ -199,7 +205,11 @@ func (w *Watcher) compare(ctx context.Context, guard string, want *render.Object
 	if _, checked := want.ServerValues(); checked {
 		return append(changes, added...)
 	}
-	if err := w.Reverter.DryRun(ctx, guard, want, live); err != nil {
+	a, err := w.Applier.ForGuard(ctx, guard)
+	if err == nil {
+		err = a.DryRun(ctx, want, live)
+	}
+	if err != nil {
 		w.Log.Info("server-side dry run failed; comparing with Git's text", "object", want.Key.String(), "error", err.Error())
 		want.SetServerValues(nil) // once per revision: the revert that follows reports the error
 		return append(changes, added...)
@@ -306,7 +316,7 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 		manager, _ := mf["manager"].(string)
 		stamp, _ := mf["time"].(string)
 		t, err := time.Parse(time.RFC3339, stamp)
-		if manager == reconcileManager || err != nil {
+		if manager == apply.FieldManager || err != nil {
 			continue
 		}
 		if who.manager == "unknown" || t.After(newest) {
@@ -347,9 +357,6 @@ func (a attribution) controller(namespace string) string {
 	}
 	return a.user
 }
-
-// reconcileManager is the guard's own field manager; its writes are never drift.
-const reconcileManager = "driftguard"
 
 func policyResource(o *render.Object) policy.Resource {
 	gvk := o.GVK()

@@ -16,34 +16,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/decision"
-	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/stamp"
 )
-
-// Reverter puts a desired object back into the cluster. Each write names
-// the Guard the object belongs to (as the Store says, never as a label on
-// the object does): it acts as that Guard's identity.
-type Reverter interface {
-	// Revert applies desired over live (nil when the object is gone),
-	// leaving fields ignore rules hide to their owner.
-	// The API server's answer becomes want's server values.
-	Revert(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) error
-	// DryRun asks the API server what applying want over live would store,
-	// and keeps the answer as want's server values (render.Object.ServerValues).
-	DryRun(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) error
-	// Options are the comparison options (ignore rules) for an object.
-	Options(desired *unstructured.Unstructured, live map[string]any) drift.Options
-	// RemoveAdditions removes from live what someone added that Git does
-	// not set (drift.Additions), which a forced apply leaves in place.
-	RemoveAdditions(ctx context.Context, guard string, live *unstructured.Unstructured, added []drift.Change) error
-	// ClearAnnotations removes annotations the guard's bookkeeping left on
-	// a live object (a break-glass reason and its stamp, once expired).
-	ClearAnnotations(ctx context.Context, guard string, live *unstructured.Unstructured, keys ...string) error
-}
 
 // Decider is the policy asked what to do about a drift.
 type Decider interface {
@@ -62,10 +41,13 @@ type Settings interface {
 // Watcher runs one informer per managed kind and a work queue that compares
 // and reverts.
 type Watcher struct {
-	Dynamic  dynamic.Interface
-	Mapper   meta.RESTMapper
-	Store    *render.Store
-	Reverter Reverter
+	Dynamic dynamic.Interface
+	Mapper  meta.RESTMapper
+	Store   *render.Store
+	// Applier puts Git's state back: each write names the Guard the object
+	// belongs to (as the Store says, never as a label on the object does)
+	// and acts as that Guard's identity (apply.Applier.ForGuard).
+	Applier  *apply.Applier
 	Policy   Decider
 	Settings Settings
 	Audit    *audit.Logger
@@ -268,7 +250,7 @@ func (w *Watcher) newInformer(ctx context.Context, gvk schema.GroupVersionKind) 
 }
 
 // Live returns the cached live object; known is false when the kind is not
-// watched or its cache has not synced yet. It implements reconcile.LiveLookup.
+// watched or its cache has not synced yet. It implements apply.LiveLookup.
 func (w *Watcher) Live(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool) {
 	w.mu.Lock()
 	ki, ok := w.informers[gvk]
@@ -358,7 +340,7 @@ func stripForCache(obj any) (any, error) {
 	md, _ := u.Object["metadata"].(map[string]any)
 	entries, _ := md["managedFields"].([]any)
 	for _, e := range entries {
-		if m, ok := e.(map[string]any); ok && (m["manager"] == reconcileManager || m["subresource"] == "status") {
+		if m, ok := e.(map[string]any); ok && (m["manager"] == apply.FieldManager || m["subresource"] == "status") {
 			delete(m, "fieldsV1")
 		}
 	}

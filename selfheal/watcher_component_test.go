@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,10 +26,10 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/compiled"
 	"github.com/driftguard/driftguard/devenv"
-	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/render"
@@ -288,7 +287,7 @@ func startStampPolicy(t *testing.T, e *harness.Env, alice client.Client) {
 			t.Fatal(err)
 		}
 	}
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "stamp-probe", Labels: map[string]string{reconcile.GuardLabel: "none"}}}
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "stamp-probe", Labels: map[string]string{apply.GuardLabel: "none"}}}
 	if err := e.Admin.Create(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
@@ -380,46 +379,18 @@ func startGuard(t *testing.T, e *harness.Env) *harness.Records {
 // addWatcher adds the drift watcher to mgr as app wires it (addSelfHeal),
 // with the built-in policy, the Guards' settings and the API server's
 // stamps, and returns it with the apply engine it reverts through.
-func addWatcher(mgr ctrl.Manager, cfg *rest.Config, auditLog *audit.Logger, log logr.Logger) (*selfheal.Watcher, *reconcile.Applier, error) {
+func addWatcher(mgr ctrl.Manager, cfg *rest.Config, auditLog *audit.Logger, log logr.Logger) (*selfheal.Watcher, *apply.Applier, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	guards := settings.NewGuards(mgr.GetClient(), nil)
-	applier := &reconcile.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: guards.IgnoreRules}
+	applier := &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Rules: guards.IgnoreRules}
 	w := &selfheal.Watcher{
-		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: render.NewStore(), Reverter: guardReverter{applier},
+		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: render.NewStore(), Applier: applier,
 		Policy: policy.NewEngine(policy.Config{GuardUsers: []string{"driftguard"}}, log.WithName("policy")), Settings: guards,
-		Audit: auditLog, LabelKey: reconcile.GuardLabel, APIServerStamps: func() bool { return true }, Log: log.WithName("drift"),
+		Audit: auditLog, LabelKey: apply.GuardLabel, APIServerStamps: func() bool { return true }, Log: log.WithName("drift"),
 	}
 	applier.Live = w
 	return w, applier, mgr.Add(w)
-}
-
-// guardReverter is the watcher's Reverter over the apply engine, as app's:
-// every Guard writes as the guard itself here (no Identities).
-type guardReverter struct{ a *reconcile.Applier }
-
-func (r guardReverter) Revert(ctx context.Context, _ string, want *render.Object, live *unstructured.Unstructured) error {
-	_, err := r.a.Revert(ctx, want, live)
-	return err
-}
-
-func (r guardReverter) DryRun(ctx context.Context, _ string, want *render.Object, live *unstructured.Unstructured) error {
-	return r.a.DryRun(ctx, want, live)
-}
-
-func (r guardReverter) Options(desired *unstructured.Unstructured, live map[string]any) drift.Options {
-	return r.a.Options(desired, live)
-}
-
-func (r guardReverter) RemoveAdditions(ctx context.Context, _ string, live *unstructured.Unstructured, added []drift.Change) error {
-	if len(added) == 0 {
-		return nil
-	}
-	return r.a.RemoveAdditions(ctx, live, added)
-}
-
-func (r guardReverter) ClearAnnotations(ctx context.Context, _ string, live *unstructured.Unstructured, keys ...string) error {
-	return r.a.ClearAnnotations(ctx, live, keys...)
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/gitwrite"
 	"github.com/driftguard/driftguard/gitwrite/yamledit"
@@ -367,14 +368,14 @@ func findAdoptTarget(ctx context.Context, k *cluster, kindArg, name string, o *a
 		return adoptTarget{}, fmt.Errorf("get %s: %w", display(gvk.Kind, ns, name), err)
 	}
 	object := display(gvk.Kind, ns, name)
-	guardName := live.GetLabels()[reconcile.GuardLabel]
+	guardName := live.GetLabels()[apply.GuardLabel]
 	switch {
 	case o.guard != "" && guardName != "" && guardName != o.guard:
-		return adoptTarget{}, fmt.Errorf("%s carries %s=%s, not %s", object, reconcile.GuardLabel, guardName, o.guard)
+		return adoptTarget{}, fmt.Errorf("%s carries %s=%s, not %s", object, apply.GuardLabel, guardName, o.guard)
 	case o.guard != "":
 		guardName = o.guard
 	case guardName == "":
-		return adoptTarget{}, fmt.Errorf("%s has no %s label: no Guard manages it; name one with --guard", object, reconcile.GuardLabel)
+		return adoptTarget{}, fmt.Errorf("%s has no %s label: no Guard manages it; name one with --guard", object, apply.GuardLabel)
 	}
 	g, err := k.guard(ctx, guardName)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
 	"github.com/driftguard/driftguard/reconcile"
@@ -95,7 +96,7 @@ func runDirDiff(ctx context.Context, out io.Writer, kubeconfig, dir, ignoreFile 
 	if err != nil {
 		return false, err
 	}
-	if snap, err = reconcile.Decorate(c, "", snap); err != nil {
+	if snap, err = apply.Decorate(c, "", snap); err != nil {
 		return false, err
 	}
 	return compareWithCluster(ctx, out, c, clusterSchemas(kubeconfig), snap, ignore)
@@ -135,7 +136,7 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 	if err != nil {
 		return false, fmt.Errorf("revision %s: %w", rev, err)
 	}
-	if snap, err = reconcile.Decorate(c, g.Name, snap); err != nil {
+	if snap, err = apply.Decorate(c, g.Name, snap); err != nil {
 		return false, err
 	}
 	differ, err := compareWithCluster(ctx, out, c, clusterSchemas(kubeconfig), snap, ignore)
@@ -156,7 +157,7 @@ func runGuardDiff(ctx context.Context, out io.Writer, kubeconfig, guard, namespa
 func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sch *schemas.Cache, snap *render.Snapshot, ignore []*drift.Rule) (bool, error) {
 	rev := snap.Revision
 	redact.Secrets.Set(cliSecrets, snap.SensitiveValues())
-	applier := &reconcile.Applier{Client: c, Rules: func(string) []*drift.Rule { return ignore }, Schemas: sch}
+	applier := &apply.Applier{Client: c, Rules: func(string) []*drift.Rule { return ignore }, Schemas: sch}
 	var n syncCounts
 	for _, o := range snap.Objects {
 		live := &unstructured.Unstructured{}
@@ -168,7 +169,7 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sch
 			fmt.Fprintf(out, "? %s%s: Unknown: the API server does not serve %s\n", o.Key.Display(), where, o.GVK().GroupVersion().WithKind(o.GVK().Kind))
 			n.unknown++
 			continue
-		case apierrors.IsNotFound(err) || reconcile.IsNotFoundOrGone(err):
+		case apierrors.IsNotFound(err) || apply.IsNotFoundOrGone(err):
 			fmt.Fprintf(out, "--- git: %s%s\n+++ live: missing\n", o.Key.Display(), where)
 			n.outOfSync++
 			continue
@@ -185,9 +186,9 @@ func compareWithCluster(ctx context.Context, out io.Writer, c client.Client, sch
 			changes = o.Drift(live.Object, opts)
 		}
 		// What someone added that Git does not set, as self-heal sees it.
-		changes = append(changes, drift.Additions(o.Obj().Object, live.Object, reconcile.FieldManager, opts)...)
+		changes = append(changes, drift.Additions(o.Obj().Object, live.Object, apply.FieldManager, opts)...)
 		var removed []drift.Change
-		if o.Obj().GetLabels()[reconcile.GuardLabel] != "" {
+		if o.Obj().GetLabels()[apply.GuardLabel] != "" {
 			// With GUARD only: a checkout (-f) is not decorated as a
 			// Guard applies it, its label would read as removed.
 			removed = reconcile.Removals(o.Obj(), live, opts)

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/redact"
 	"github.com/driftguard/driftguard/render"
@@ -378,7 +379,7 @@ func clusterProblems(ctx context.Context, c client.Client, snap *render.Snapshot
 		}
 	}
 	known = decorated(c, guard, known)
-	applier := &reconcile.Applier{Client: c}
+	applier := &apply.Applier{Client: c}
 	for _, o := range known {
 		err := applier.DryRun(ctx, o, nil)
 		if err == nil {
@@ -404,7 +405,7 @@ func decorated(c client.Client, guard string, objs []*render.Object) []*render.O
 	if err != nil {
 		return objs
 	}
-	if snap, err = reconcile.Decorate(c, guard, snap); err != nil {
+	if snap, err = apply.Decorate(c, guard, snap); err != nil {
 		return objs
 	}
 	return snap.Objects

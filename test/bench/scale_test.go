@@ -25,10 +25,10 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/config"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/bench/report"
 	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
@@ -290,7 +290,7 @@ func removeScaleGuard(b *testing.B, ctx context.Context, admin client.Client, ku
 	if err := admin.Delete(ctx, &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: sz.prefix}}); err != nil {
 		b.Fatal(err)
 	}
-	sel := metav1.ListOptions{LabelSelector: reconcile.GuardLabel + "=" + sz.prefix}
+	sel := metav1.ListOptions{LabelSelector: apply.GuardLabel + "=" + sz.prefix}
 	for n := range sz.namespaces {
 		ns := sz.ns(n)
 		for _, del := range []func() error{

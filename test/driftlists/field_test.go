@@ -232,7 +232,7 @@ func TestFieldObjects(t *testing.T) {
 				u := object(t, tc.manifest).Obj().DeepCopy()
 				u.SetName(fmt.Sprintf("%s-%d-%d", u.GetName(), i, j))
 				o := render.NewObject(u, render.Source{Path: t.Name() + ".yaml", Line: 1})
-				apply(t, a, o)
+				applyAll(t, a, o)
 				if got := driftOf(t, a, o); got != nil {
 					t.Fatalf("as applied: drift %v", got)
 				}

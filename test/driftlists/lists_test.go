@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
-	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -33,14 +33,14 @@ func object(t *testing.T, y string) *render.Object {
 
 // applier is the guard's Applier, with its kind schemas read from the API
 // server's OpenAPI.
-func applier() *reconcile.Applier {
-	return &reconcile.Applier{Client: admin, Schemas: schemas.New(disc, logr.Discard())}
+func applier() *apply.Applier {
+	return &apply.Applier{Client: admin, Schemas: schemas.New(disc, logr.Discard())}
 }
 
-// apply applies objs as the guard does and fails the test on any error.
-func apply(t *testing.T, a *reconcile.Applier, objs ...*render.Object) {
+// applyAll applies objs as the guard does and fails the test on any error.
+func applyAll(t *testing.T, a *apply.Applier, objs ...*render.Object) {
 	t.Helper()
-	cs, err := a.Apply(context.Background(), objs, reconcile.ApplyOptions{})
+	cs, err := a.Apply(context.Background(), objs, apply.Options{})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -72,7 +72,7 @@ func update(t *testing.T, live *unstructured.Unstructured, edit func(map[string]
 
 // driftOf is the guard's comparison of o with the cluster: its options
 // (with the kind's schema) and its server values.
-func driftOf(t *testing.T, a *reconcile.Applier, o *render.Object) []string {
+func driftOf(t *testing.T, a *apply.Applier, o *render.Object) []string {
 	t.Helper()
 	live := get(t, o)
 	got := drift.Paths(o.Drift(live.Object, a.Options(o.Obj(), live.Object)))
@@ -120,7 +120,7 @@ func TestVolumeMountsOfOneVolume(t *testing.T) {
 		t.Fatal("no schema for apps/v1 Deployment from the API server")
 	}
 	o := object(t, mounts)
-	apply(t, a, o)
+	applyAll(t, a, o)
 	if got := driftOf(t, a, o); got != nil {
 		t.Fatalf("identical Deployment drifted: %v", got)
 	}
@@ -139,7 +139,7 @@ func TestVolumeMountsOfOneVolume(t *testing.T) {
 	if got := driftOf(t, a, o); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a dry run: drift %v, want %v", got, want)
 	}
-	apply(t, a, o)
+	applyAll(t, a, o)
 	if got := driftOf(t, a, o); got != nil {
 		t.Fatalf("reverted Deployment drifted: %v", got)
 	}
@@ -188,7 +188,7 @@ func TestCustomResourceLists(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := object(t, strings.ReplaceAll(widget, "NAME", fmt.Sprintf("w%d", i)))
-			apply(t, a, o)
+			applyAll(t, a, o)
 			if got := driftOf(t, a, o); got != nil {
 				t.Fatalf("as applied: drift %v", got)
 			}
@@ -239,10 +239,10 @@ func TestClusterScopedWithNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap, err = reconcile.Decorate(admin, "lists", snap); err != nil {
+	if snap, err = apply.Decorate(admin, "lists", snap); err != nil {
 		t.Fatal(err)
 	}
-	apply(t, a, snap.Objects...)
+	applyAll(t, a, snap.Objects...)
 	for _, o := range snap.Objects {
 		live := get(t, o)
 		key := render.KeyOf(live)
@@ -266,12 +266,12 @@ func TestSchemaOfNewDefinition(t *testing.T) {
 		t.Fatal("a schema for a kind not served")
 	}
 	crd := object(t, tagsCRD(gvk.GroupKind()))
-	apply(t, a, crd) // waits until established, then Forget
+	applyAll(t, a, crd) // waits until established, then Forget
 	drifts := func(want bool) { t.Helper(); tagsDrift(t, a.Schemas, gvk, want) }
 	drifts(false) // a set
 	// The definition changes the list to atomic: read again.
 	crd.Obj().Object["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["spec"].(map[string]any)["properties"].(map[string]any)["tags"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
-	apply(t, a, crd)
+	applyAll(t, a, crd)
 	drifts(true)
 }
 

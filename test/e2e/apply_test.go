@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -59,8 +59,8 @@ func TestApplyUpdateAndPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Labels[reconcile.GuardLabel] != repo.Guard {
-		t.Fatalf("inventory label = %q, want %q", cm.Labels[reconcile.GuardLabel], repo.Guard)
+	if cm.Labels[apply.GuardLabel] != repo.Guard {
+		t.Fatalf("inventory label = %q, want %q", cm.Labels[apply.GuardLabel], repo.Guard)
 	}
 	var applier string
 	for _, mf := range cm.ManagedFields {
@@ -68,8 +68,8 @@ func TestApplyUpdateAndPrune(t *testing.T) {
 			applier = mf.Manager
 		}
 	}
-	if applier != reconcile.FieldManager {
-		t.Fatalf("server-side apply manager = %q, want %q", applier, reconcile.FieldManager)
+	if applier != apply.FieldManager {
+		t.Fatalf("server-side apply manager = %q, want %q", applier, apply.FieldManager)
 	}
 
 	rev := repo.Change(t, "change a, remove b", map[string]string{"a.yaml": configMap(ns, "a", "two")}, "b/b.yaml")
@@ -85,7 +85,7 @@ func TestApplyUpdateAndPrune(t *testing.T) {
 		return r.Type == audit.Prune && r.Guard == repo.Guard && r.Object.Name == "b" && r.Object.Kind == "ConfigMap" && r.Object.Version == "v1"
 	})
 	h.Audit.Wait(t, 10*time.Second, "apply of a", func(r audit.Record) bool {
-		return r.Type == audit.Apply && r.Object.Name == "a" && r.Action == string(reconcile.Configured) && r.Source != nil && r.Source.Revision == rev && r.Source.Path == "a.yaml"
+		return r.Type == audit.Apply && r.Object.Name == "a" && r.Action == string(apply.Configured) && r.Source != nil && r.Source.Revision == rev && r.Source.Path == "a.yaml"
 	})
 	// The same records go to the --audit-file sink.
 	wait.Eventually(t, 10*time.Second, "prune record in the audit file", func() error {
@@ -173,7 +173,7 @@ func TestTwoGuardsOneObject(t *testing.T) {
 		return nil
 	})
 	cm, err := getConfigMap(t, ns, "cm")
-	if err != nil || cm.Data["value"] != "from a" || cm.Labels[reconcile.GuardLabel] != first.Guard {
+	if err != nil || cm.Data["value"] != "from a" || cm.Labels[apply.GuardLabel] != first.Guard {
 		t.Fatalf("the first guard's object was taken over: %v %v %v", err, cm.Data, cm.Labels)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/reconcile"
 )
 
@@ -37,7 +38,7 @@ func TestHooksAreNotGuarded(t *testing.T) {
 	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err != nil {
 		t.Fatalf("the PostSync hook was not created: %v", err)
 	}
-	if cm.Labels[reconcile.HookLabel] != repo.Guard || cm.Labels[reconcile.GuardLabel] != "" {
+	if cm.Labels[reconcile.HookLabel] != repo.Guard || cm.Labels[apply.GuardLabel] != "" {
 		t.Errorf("hook labels %v", cm.Labels)
 	}
 
@@ -46,7 +47,7 @@ func TestHooksAreNotGuarded(t *testing.T) {
 		t.Fatalf("a change to a hook was refused: %s", out)
 	}
 	// A managed object is: making it a hook from the cluster is denied.
-	if out, err := h.Kubectl(t, "annotate", "configmap", "managed", "-n", ns, reconcile.HelmHookAnnotation+"=pre-install"); err == nil || !strings.Contains(out, "managed by Git") {
+	if out, err := h.Kubectl(t, "annotate", "configmap", "managed", "-n", ns, apply.HelmHookAnnotation+"=pre-install"); err == nil || !strings.Contains(out, "managed by Git") {
 		t.Fatalf("annotating a managed object as a hook was admitted: %v %s", err, out)
 	}
 	if out, err := h.Kubectl(t, "delete", "configmap", "run-info", "-n", ns, "--wait=false"); err != nil {

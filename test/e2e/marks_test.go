@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/health"
-	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -67,14 +67,14 @@ spec:
 		t.Fatal(err)
 	}
 	uid := string(j.UID)
-	for k, v := range map[string]string{reconcile.JobNameLabel: "migrate", reconcile.LegacyJobNameLabel: "migrate",
-		reconcile.ControllerUIDLabel: uid, reconcile.LegacyControllerUIDLabel: uid, reconcile.GuardLabel: repo.Guard} {
+	for k, v := range map[string]string{apply.JobNameLabel: "migrate", apply.LegacyJobNameLabel: "migrate",
+		apply.ControllerUIDLabel: uid, apply.LegacyControllerUIDLabel: uid, apply.GuardLabel: repo.Guard} {
 		if j.Labels[k] != v {
 			t.Fatalf("Job label %s = %q, want %q (labels %v)", k, j.Labels[k], v, j.Labels)
 		}
 	}
 	// The labels are the server's own: the same as its pod template's.
-	for _, k := range []string{reconcile.JobNameLabel, reconcile.ControllerUIDLabel} {
+	for _, k := range []string{apply.JobNameLabel, apply.ControllerUIDLabel} {
 		if j.Spec.Template.Labels[k] != j.Labels[k] {
 			t.Fatalf("Job label %s = %q, its template's %q", k, j.Labels[k], j.Spec.Template.Labels[k])
 		}
@@ -84,7 +84,7 @@ spec:
 	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "labelled"}, &j); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := j.Labels[reconcile.JobNameLabel]; ok || j.Labels["team"] != "db" {
+	if _, ok := j.Labels[apply.JobNameLabel]; ok || j.Labels["team"] != "db" {
 		t.Fatalf("a Job labelled in Git: labels %v", j.Labels)
 	}
 	out, err = h.Kubectl(t, "get", "rc", "-n", ns, "-l", "app=legacy", "-o", "name")
@@ -94,7 +94,7 @@ spec:
 
 	// Guarded: the webhook decides alice's removal of the label, and the
 	// drift watcher puts it back.
-	out, err = h.Kubectl(t, "label", "job", "migrate", "-n", ns, reconcile.JobNameLabel+"-")
+	out, err = h.Kubectl(t, "label", "job", "migrate", "-n", ns, apply.JobNameLabel+"-")
 	if err != nil || !strings.Contains(out, "Warning:") || !strings.Contains(out, "managed by Git") {
 		t.Fatalf("alice's label removal must be decided by the webhook (warn): %v %s", err, out)
 	}
@@ -102,7 +102,7 @@ spec:
 		if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "migrate"}, &j); err != nil {
 			return err
 		}
-		if j.Labels[reconcile.JobNameLabel] != "migrate" || j.Labels[reconcile.ControllerUIDLabel] != uid {
+		if j.Labels[apply.JobNameLabel] != "migrate" || j.Labels[apply.ControllerUIDLabel] != uid {
 			return fmt.Errorf("labels %v", j.Labels)
 		}
 		return nil

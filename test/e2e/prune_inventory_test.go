@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/render"
@@ -137,7 +138,7 @@ func TestPruneOnlyWhatTheGuardApplied(t *testing.T) {
 			t.Fatalf("kubectl %s as mallory: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	label := reconcile.GuardLabel + "=" + guard
+	label := apply.GuardLabel + "=" + guard
 	// (1) Her own ConfigMap, labelled with the Guard's label.
 	run("create", "configmap", "mine", "-n", ns, "--from-literal=owner=mallory")
 	run("label", "configmap", "mine", "-n", ns, label)
@@ -176,7 +177,7 @@ func TestPruneOnlyWhatTheGuardApplied(t *testing.T) {
 		return nil
 	})
 	h.Audit.Wait(t, 30*time.Second, "prune record of gone", func(r audit.Record) bool {
-		return r.Type == audit.Prune && r.Guard == guard && r.Action == string(reconcile.Deleted) && r.Object.Name == "gone"
+		return r.Type == audit.Prune && r.Guard == guard && r.Action == string(apply.Deleted) && r.Object.Name == "gone"
 	})
 	waitKept(t, guard, ns, "mine", "not in the Guard's inventory")
 	waitKept(t, guard, ns, "reborn", "not the object the guard applied")
@@ -249,12 +250,12 @@ func TestPruneUpgradeWithoutInventory(t *testing.T) {
 	// What the guard of the earlier version applied, and then (Git dropped
 	// it) did not prune before the upgrade.
 	for _, u := range []*unstructured.Unstructured{
-		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns, "labels": map[string]any{reconcile.GuardLabel: guard}}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns, "labels": map[string]any{apply.GuardLabel: guard}}}},
 		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": "left-git", "namespace": ns, "labels": map[string]any{reconcile.GuardLabel: guard}},
+			"metadata": map[string]any{"name": "left-git", "namespace": ns, "labels": map[string]any{apply.GuardLabel: guard}},
 			"data":     map[string]any{"value": "from an earlier revision"}}},
 	} {
-		if err := h.Admin.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(reconcile.FieldManager), client.ForceOwnership); err != nil {
+		if err := h.Admin.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(apply.FieldManager), client.ForceOwnership); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/certs"
 	"github.com/driftguard/driftguard/drift"
-	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/render"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -177,7 +177,7 @@ func TestServerSideComparison(t *testing.T) {
 		t.Fatal(err)
 	}
 	labels := u.GetLabels()
-	labels[reconcile.GuardLabel] = repo.Guard
+	labels[apply.GuardLabel] = repo.Guard
 	u.SetLabels(labels)
 	want := render.NewObject(&u, render.Source{})
 	live := &unstructured.Unstructured{}
@@ -188,7 +188,7 @@ func TestServerSideComparison(t *testing.T) {
 	if len(want.Drift(live.Object, drift.Options{})) == 0 {
 		t.Fatal("by text the mutated value must differ; the test proves nothing otherwise")
 	}
-	if err := (&reconcile.Applier{Client: h.Admin}).DryRun(context.Background(), want, live); err != nil {
+	if err := (&apply.Applier{Client: h.Admin}).DryRun(context.Background(), want, live); err != nil {
 		t.Fatal(err)
 	}
 	if got := want.Drift(live.Object, drift.Options{}); len(got) != 0 {

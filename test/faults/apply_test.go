@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
-	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -110,7 +110,7 @@ func TestGuardKilledDuringApply(t *testing.T) {
 // maxInFlight bounds the records a SIGKILL can take with it: the objects
 // being applied at once (--apply-concurrency) and as many again in the
 // audit queue's batch being written.
-const maxInFlight = 2 * reconcile.DefaultApplyConcurrency
+const maxInFlight = 2 * apply.DefaultConcurrency
 
 // checkApplyRecords checks the audit trail of an apply of applyObjects
 // ConfigMaps of ns: every line of the file sink is a record, the file holds

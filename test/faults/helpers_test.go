@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -224,7 +224,7 @@ func namespace(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = kube.CoreV1().ConfigMaps(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: reconcile.GuardLabel})
+		_ = kube.CoreV1().ConfigMaps(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: apply.GuardLabel})
 	})
 }
 
@@ -269,7 +269,7 @@ func waitApplied(t *testing.T, g *guardProc, name, rev string, n int, timeout ti
 
 // configMapValues lists the guard-labelled ConfigMaps of ns: name → data.value.
 func configMapValues(ns string) (map[string]string, error) {
-	list, err := kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{LabelSelector: reconcile.GuardLabel})
+	list, err := kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{LabelSelector: apply.GuardLabel})
 	if err != nil {
 		return nil, err
 	}

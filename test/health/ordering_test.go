@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/devenv"
 	"github.com/driftguard/driftguard/health"
@@ -186,7 +187,7 @@ func TestSyncWaves(t *testing.T) {
 	// The hook annotations of the live object count for nothing: the
 	// ConfigMap stays managed, and its changed data is reverted.
 	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{reconcile.HelmHookAnnotation: "pre-install", reconcile.ArgoHookAnnotation: "Skip"}},
+		"metadata": map[string]any{"annotations": map[string]string{apply.HelmHookAnnotation: "pre-install", apply.ArgoHookAnnotation: "Skip"}},
 		"data":     map[string]string{"db": "attacker.example.com"},
 	})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-config"}}
@@ -296,15 +297,15 @@ func TestHelmHooks(t *testing.T) {
 	if schema.Status.CompletionTime == nil || cfgCreated.Before(schema.Status.CompletionTime.Time) {
 		t.Errorf("the ConfigMap (created %s) before the pre-install hook completed (%v)", cfgCreated, schema.Status.CompletionTime)
 	}
-	if schema.Labels[reconcile.HookLabel] != name || schema.Labels[reconcile.GuardLabel] != "" {
-		t.Errorf("hook labels %v: want %s=%s and no %s", schema.Labels, reconcile.HookLabel, name, reconcile.GuardLabel)
+	if schema.Labels[reconcile.HookLabel] != name || schema.Labels[apply.GuardLabel] != "" {
+		t.Errorf("hook labels %v: want %s=%s and no %s", schema.Labels, reconcile.HookLabel, name, apply.GuardLabel)
 	}
 	// Git gives the hook no labels: it has those the API server gives such
 	// a Job (kubectl get jobs -l batch.kubernetes.io/job-name=schema finds
 	// it), the values of its pod template's.
 	uid := string(schema.UID)
-	for k, v := range map[string]string{reconcile.JobNameLabel: "schema", reconcile.LegacyJobNameLabel: "schema",
-		reconcile.ControllerUIDLabel: uid, reconcile.LegacyControllerUIDLabel: uid} {
+	for k, v := range map[string]string{apply.JobNameLabel: "schema", apply.LegacyJobNameLabel: "schema",
+		apply.ControllerUIDLabel: uid, apply.LegacyControllerUIDLabel: uid} {
 		if schema.Labels[k] != v || schema.Spec.Template.Labels[k] != v {
 			t.Errorf("hook Job %s label %s=%q, template %q; want %q", schema.Name, k, schema.Labels[k], schema.Spec.Template.Labels[k], v)
 		}

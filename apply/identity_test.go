@@ -1,4 +1,4 @@
-package reconcile
+package apply
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func TestForbiddenNamesIdentity(t *testing.T) {
 		name, ns  string
 		a         *Applier
 		err       error
-		forbidden bool // a ForbiddenError, reason Forbidden
+		forbidden bool // a ForbiddenError (reason Forbidden: reconcile.TestForbiddenOr)
 		want      []string
 	}{
 		{"guard's own", "b", (&Applier{}).As(Identity{Client: nil}), denied, false, []string{"RBAC forbids the guard"}},
@@ -77,7 +77,7 @@ func TestForbiddenNamesIdentity(t *testing.T) {
 		{"not forbidden", "b", &Applier{identity: id}, apierrors.NewNotFound(schema.GroupResource{Resource: "x"}, "y"), false, []string{`x "y" not found`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.a.forbidden(tc.err, "delete", gvk, tc.ns)
+			got := tc.a.ExplainForbidden(tc.err, "delete", gvk, tc.ns)
 			for _, w := range tc.want {
 				if !strings.Contains(got.Error(), w) {
 					t.Errorf("%q does not say %q", got, w)
@@ -86,9 +86,6 @@ func TestForbiddenNamesIdentity(t *testing.T) {
 			var fe *ForbiddenError
 			if isFE := errors.As(got, &fe); isFE != tc.forbidden {
 				t.Errorf("ForbiddenError: %v", isFE)
-			}
-			if (forbiddenOr(got, v1alpha1.ReasonApplyFailed) == v1alpha1.ReasonForbidden) != tc.forbidden {
-				t.Errorf("reason %s", forbiddenOr(got, v1alpha1.ReasonApplyFailed))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package apply
 
 import (
 	"context"
@@ -246,10 +246,12 @@ func (e *ForbiddenError) Error() string {
 
 func (e *ForbiddenError) Unwrap() error { return e.Err }
 
-// forbidden explains the API server's "forbidden" for a write of verb to an
-// object of gvk in namespace: as a ForbiddenError naming the service
-// account when the Applier impersonates one, else as explainForbidden.
-func (a *Applier) forbidden(err error, verb string, gvk schema.GroupVersionKind, namespace string) error {
+// ExplainForbidden explains the API server's "forbidden" for a write of verb
+// to an object of gvk in namespace: as a ForbiddenError naming the service
+// account when the Applier impersonates one, else as an error that says
+// where the guard's own RBAC is granted. Other errors are returned as they
+// are.
+func (a *Applier) ExplainForbidden(err error, verb string, gvk schema.GroupVersionKind, namespace string) error {
 	if !apierrors.IsForbidden(err) {
 		return err
 	}
@@ -285,6 +287,10 @@ func (a *Applier) As(id Identity) *Applier {
 	c.identity = id
 	return &c
 }
+
+// Identity is whom the Applier's writes act as (the zero Identity for the
+// guard's own).
+func (a *Applier) Identity() Identity { return a.identity }
 
 // ForGuard returns the Applier acting as the Guard's identity (itself
 // without Identities).

@@ -1,4 +1,4 @@
-package reconcile
+package apply
 
 import (
 	"context"
@@ -32,13 +32,13 @@ func isImmutable(err error) bool {
 func (a *Applier) replace(ctx context.Context, o *render.Object) (Action, types.UID, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(o.GVK())
-	if err := a.reader().Get(ctx, client.ObjectKey{Namespace: o.Key.Namespace, Name: o.Key.Name}, u); err != nil && !IsNotFoundOrGone(err) {
+	if err := a.APIReader().Get(ctx, client.ObjectKey{Namespace: o.Key.Namespace, Name: o.Key.Name}, u); err != nil && !IsNotFoundOrGone(err) {
 		return Failed, "", fmt.Errorf("replace: %w", err)
 	}
 	u.SetNamespace(o.Key.Namespace)
 	u.SetName(o.Key.Name)
 	if err := a.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !IsNotFoundOrGone(err) {
-		return Failed, "", fmt.Errorf("replace: delete: %w", a.forbidden(err, "delete", o.GVK(), o.Key.Namespace))
+		return Failed, "", fmt.Errorf("replace: delete: %w", a.ExplainForbidden(err, "delete", o.GVK(), o.Key.Namespace))
 	}
 	if err := a.waitGone(ctx, u); err != nil {
 		return Failed, "", fmt.Errorf("replace: %w", err)
@@ -53,7 +53,7 @@ func (a *Applier) replace(ctx context.Context, o *render.Object) (Action, types.
 // waitGone polls until the object u was no longer exists (its finalizers
 // ran): not found, or found with another UID.
 func (a *Applier) waitGone(ctx context.Context, u *unstructured.Unstructured) error {
-	reader := a.reader()
+	reader := a.APIReader()
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		probe := &unstructured.Unstructured{}
 		probe.SetGroupVersionKind(u.GroupVersionKind())
@@ -69,7 +69,9 @@ func (a *Applier) waitGone(ctx context.Context, u *unstructured.Unstructured) er
 	return nil
 }
 
-func (a *Applier) reader() client.Reader {
+// APIReader is what lists (prune) and reads of definitions go through: the
+// guard's own Reader, else Client.
+func (a *Applier) APIReader() client.Reader {
 	if a.Reader != nil {
 		return a.Reader
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package apply
 
 import (
 	"context"
@@ -38,8 +38,8 @@ const (
 	Replaced Action = "replaced"
 )
 
-// ApplyOptions tune one Apply.
-type ApplyOptions struct {
+// Options tune one Apply.
+type Options struct {
 	// Force recreates objects whose update is refused for an immutable
 	// field (every object; an object's driftguard.io/force annotation in Git
 	// does the same for that object alone).
@@ -93,7 +93,7 @@ type Applier struct {
 	// an apply (not a dry run), as it returned it (HealthTracker.Applied).
 	Applied func(stored *unstructured.Unstructured)
 	// Concurrency is how many objects of a stage Apply applies at once
-	// (DefaultApplyConcurrency when 0 or less).
+	// (DefaultConcurrency when 0 or less).
 	Concurrency int
 	// Identities, when set, decide whom each Guard's writes act as
 	// (ForGuard); unset, every write is the guard's own.
@@ -105,20 +105,6 @@ type Applier struct {
 	identity Identity // whom Client acts as (As)
 }
 
-// Options returns the comparison options for a desired object and its live
-// state: its Guard's ignore rules and its kind's schema (Schemas).
-func (a *Applier) Options(desired *unstructured.Unstructured, live map[string]any) drift.Options {
-	gvk := desired.GroupVersionKind()
-	var opts drift.Options
-	if a.Rules != nil {
-		if rules := a.Rules(desired.GetLabels()[GuardLabel]); len(rules) > 0 {
-			opts = drift.For(rules, gvk.Group, gvk.Kind, desired.GetNamespace(), desired.GetName(), live)
-		}
-	}
-	opts.Schema = a.Schemas.For(gvk)
-	return opts
-}
-
 // Apply applies objects in stages: CustomResourceDefinitions and Namespaces
 // first, then (once the definitions it created or changed are established)
 // the rest. Within a stage up to Concurrency objects are applied at once;
@@ -126,7 +112,7 @@ func (a *Applier) Options(desired *unstructured.Unstructured, live map[string]an
 // alone. An object that fails does not stop the others; the joined error
 // names each one. When the API server cannot be reached, no further object
 // is attempted.
-func (a *Applier) Apply(ctx context.Context, objs []*render.Object, opts ApplyOptions) (ChangeSet, error) {
+func (a *Applier) Apply(ctx context.Context, objs []*render.Object, opts Options) (ChangeSet, error) {
 	return a.ApplyEach(ctx, objs, opts, nil)
 }
 
@@ -134,7 +120,7 @@ func (a *Applier) Apply(ctx context.Context, objs []*render.Object, opts ApplyOp
 // soon as its object has been applied, from the goroutine that applied it:
 // a caller that records each entry there loses at most the entries in flight
 // when the process dies, not those of the whole apply.
-func (a *Applier) ApplyEach(ctx context.Context, objs []*render.Object, opts ApplyOptions, each func(Entry)) (ChangeSet, error) {
+func (a *Applier) ApplyEach(ctx context.Context, objs []*render.Object, opts Options, each func(Entry)) (ChangeSet, error) {
 	first, rest := stage(objs)
 	cs := make(ChangeSet, 0, len(objs))
 	var errs []error
@@ -168,18 +154,18 @@ func (a *Applier) ApplyEach(ctx context.Context, objs []*render.Object, opts App
 	return cs, errors.Join(errs...)
 }
 
-// DefaultApplyConcurrency is the Applier's Concurrency when it sets none.
-const DefaultApplyConcurrency = 16
+// DefaultConcurrency is the Applier's Concurrency when it sets none.
+const DefaultConcurrency = 16
 
 // applyStage applies objs, up to Concurrency at once, and returns the
 // entries of the objects it attempted, in the order of objs. cutOff is true
 // when an object failed because the API server could not be reached: no
 // object is handed out after that, and objects in flight that fail the same
 // way count as not attempted.
-func (a *Applier) applyStage(ctx context.Context, objs []*render.Object, opts ApplyOptions, each func(Entry)) (entries []Entry, cutOff bool) {
+func (a *Applier) applyStage(ctx context.Context, objs []*render.Object, opts Options, each func(Entry)) (entries []Entry, cutOff bool) {
 	workers := a.Concurrency
 	if workers <= 0 {
-		workers = DefaultApplyConcurrency
+		workers = DefaultConcurrency
 	}
 	all := make([]Entry, len(objs))
 	attempted := make([]bool, len(objs))
@@ -228,7 +214,7 @@ func (a *Applier) applyStage(ctx context.Context, objs []*render.Object, opts Ap
 // Git and applied by the guard. An object equal to Git that the guard did
 // not provably apply (created by someone else, adopted) is applied once, so
 // that the guard owns it and learns its UID from its own apply's answer.
-func (a *Applier) applyOne(ctx context.Context, o *render.Object, opts ApplyOptions) (Action, types.UID, error) {
+func (a *Applier) applyOne(ctx context.Context, o *render.Object, opts Options) (Action, types.UID, error) {
 	gvk := o.GVK()
 	var live *unstructured.Unstructured
 	if a.Live != nil {
@@ -291,7 +277,7 @@ func (a *Applier) write(ctx context.Context, want *render.Object, live *unstruct
 		applyOpts = append(applyOpts, client.DryRunAll)
 	}
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-		return Failed, nil, a.forbidden(err, "patch (server-side apply)", want.GVK(), want.Key.Namespace)
+		return Failed, nil, a.ExplainForbidden(err, "patch (server-side apply)", want.GVK(), want.Key.Namespace)
 	}
 	action := Configured
 	if createdJustNow(u) {
@@ -303,7 +289,7 @@ func (a *Applier) write(ctx context.Context, want *render.Object, live *unstruct
 		again := (&unstructured.Unstructured{Object: sent}).DeepCopy()
 		withControllerUID(again, u.GetUID())
 		if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(again), applyOpts...); err != nil {
-			return Failed, nil, fmt.Errorf("label the Job with its controller-uid: %w", a.forbidden(err, "patch (server-side apply)", want.GVK(), want.Key.Namespace))
+			return Failed, nil, fmt.Errorf("label the Job with its controller-uid: %w", a.ExplainForbidden(err, "patch (server-side apply)", want.GVK(), want.Key.Namespace))
 		}
 		u = again
 	}
@@ -340,7 +326,7 @@ func (a *Applier) ClearAnnotations(ctx context.Context, live *unstructured.Unstr
 	obj.SetNamespace(live.GetNamespace())
 	obj.SetName(live.GetName())
 	if err := a.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil && !IsNotFoundOrGone(err) {
-		return fmt.Errorf("clear annotations of %s/%s: %w", live.GetNamespace(), live.GetName(), a.forbidden(err, "patch", live.GroupVersionKind(), live.GetNamespace()))
+		return fmt.Errorf("clear annotations of %s/%s: %w", live.GetNamespace(), live.GetName(), a.ExplainForbidden(err, "patch", live.GroupVersionKind(), live.GetNamespace()))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package reconcile
+package apply
 
 // Labels and names the guard puts on what it manages.
 const (

@@ -1,9 +1,14 @@
-package reconcile
+package apply
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Labels the API server puts on a Job's pod template when it generates the
@@ -91,9 +96,63 @@ func withControllerUID(u *unstructured.Unstructured, uid types.UID) {
 	u.SetLabels(labels)
 }
 
+// AsApplied returns desired as the guard's apply over live sends it: with
+// a Job's controller-uid labels (ServerDefaultedLabels) of live's UID.
+// desired is not changed.
+func AsApplied(desired, live *unstructured.Unstructured) *unstructured.Unstructured {
+	if live == nil || !needsControllerUID(desired) {
+		return desired
+	}
+	u := desired.DeepCopy()
+	withControllerUID(u, live.GetUID())
+	return u
+}
+
 // hasControllerUID reports whether u carries the controller-uid labels of
 // its own UID.
 func hasControllerUID(u *unstructured.Unstructured) bool {
 	labels := u.GetLabels()
 	return u.GetUID() != "" && labels[ControllerUIDLabel] == string(u.GetUID()) && labels[LegacyControllerUIDLabel] == string(u.GetUID())
+}
+
+// LabelCreatedJob gives a Job that Git gave no labels, just created (a hook:
+// package reconcile creates it with its hook label, which stops the API
+// server's defaulting), the labels the API server gives such a Job: its
+// job-name labels (when it was named by generateName, the name only
+// the answer tells) and its controller-uid labels, the values of its pod
+// template's, as for a Job applied as a managed object
+// (ServerDefaultedLabels, withControllerUID). The patch names the UID, so
+// it never labels another object of that name. u is updated in place.
+func (a *Applier) LabelCreatedJob(ctx context.Context, u *unstructured.Unstructured) error {
+	if u.GroupVersionKind().GroupKind() != jobKind || manualSelector(u) {
+		return nil
+	}
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	add := map[string]any{}
+	withControllerUID(u, u.GetUID())
+	for k, v := range u.GetLabels() {
+		if labels[k] != v {
+			add[k] = v
+		}
+	}
+	template, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+	for _, k := range []string{JobNameLabel, LegacyJobNameLabel} {
+		if _, ok := labels[k]; !ok && template[k] == u.GetName() {
+			add[k] = u.GetName()
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": u.GetUID(), "labels": add}})
+	if err != nil {
+		return fmt.Errorf("label the hook Job: %w", err)
+	}
+	if err := a.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("label the hook Job with its job-name and controller-uid: %w", a.ExplainForbidden(err, "patch", u.GroupVersionKind(), u.GetNamespace()))
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package reconcile
+package apply
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func (a *Applier) waitEstablished(ctx context.Context, crds []*render.Object) er
 	if len(crds) == 0 {
 		return nil
 	}
-	reader := a.reader()
+	reader := a.APIReader()
 	for _, o := range crds {
 		var crd apiextensionsv1.CustomResourceDefinition
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, crdTimeout, true, func(ctx context.Context) (bool, error) {

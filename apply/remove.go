@@ -1,4 +1,4 @@
-package reconcile
+package apply
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func (a *Applier) RemoveAdditions(ctx context.Context, live *unstructured.Unstru
 	obj.SetNamespace(live.GetNamespace())
 	obj.SetName(live.GetName())
 	if err := a.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager)); err != nil && !IsNotFoundOrGone(err) {
-		return fmt.Errorf("remove %d added fields from %s %s/%s: %w", len(added), live.GetKind(), live.GetNamespace(), live.GetName(), a.forbidden(err, "patch", live.GroupVersionKind(), live.GetNamespace()))
+		return fmt.Errorf("remove %d added fields from %s %s/%s: %w", len(added), live.GetKind(), live.GetNamespace(), live.GetName(), a.ExplainForbidden(err, "patch", live.GroupVersionKind(), live.GetNamespace()))
 	}
 	return nil
 }
