@@ -183,7 +183,7 @@ func samples(mf *dto.MetricFamily, m *dto.Metric) []sample {
 		for i := 0; i+1 < len(extra); i += 2 {
 			l[extra[i]] = extra[i+1]
 		}
-		l[labels.MetricName] = name + suffix
+		l[model.MetricNameLabel] = name + suffix
 		return sample{labels.FromMap(l), v}
 	}
 	switch mf.GetType() {
