@@ -64,7 +64,7 @@ type GuardReconciler struct {
 	Inventory *InventoryStore
 	Audit     *audit.Logger
 	Drift     DriftState
-	// SecretNamespace is where spec.secretRef is looked up when it names no namespace.
+	// SecretNamespace is where spec.git.secretRef is looked up when it names no namespace.
 	SecretNamespace string
 	// DefaultInterval applies when a Guard sets none.
 	DefaultInterval time.Duration
@@ -695,11 +695,8 @@ func forbiddenOr(err error, reason string) string {
 
 // credentialsHint says where the credentials of a refused fetch came from.
 func credentialsHint(g *v1alpha1.Guard, defaultNamespace string) string {
-	git := g.Spec.GitSource()
-	field := "spec.secretRef"
-	if g.Spec.Git != nil {
-		field = "spec.git.secretRef"
-	}
+	git := g.Spec.Git
+	const field = "spec.git.secretRef"
 	if git == nil || git.SecretRef == nil {
 		return "the repository needs credentials: name a Secret in " + field
 	}

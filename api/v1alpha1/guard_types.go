@@ -32,32 +32,10 @@ const (
 )
 
 // GuardSpec is the desired behaviour of a Guard.
-// +kubebuilder:validation:XValidation:rule="(has(self.url) ? 1 : 0) + (has(self.git) ? 1 : 0) + (has(self.helmRepository) ? 1 : 0) + (has(self.oci) ? 1 : 0) + (has(self.bucket) ? 1 : 0) == 1",message="a Guard names exactly one source: spec.url (Git), spec.git, spec.helmRepository, spec.oci or spec.bucket"
-// +kubebuilder:validation:XValidation:rule="has(self.url) || !(has(self.ref) || has(self.semver) || has(self.path) || has(self.secretRef))",message="spec.ref, spec.semver, spec.path and spec.secretRef belong to the Git form spec.url; the other sources have these fields inside"
+// +kubebuilder:validation:XValidation:rule="(has(self.git) ? 1 : 0) + (has(self.helmRepository) ? 1 : 0) + (has(self.oci) ? 1 : 0) + (has(self.bucket) ? 1 : 0) == 1",message="a Guard names exactly one source: spec.git, spec.helmRepository, spec.oci or spec.bucket"
 type GuardSpec struct {
-	// URL of the Git repository (http, https, ssh or file): the Git form of
-	// the source, with ref, semver, path and secretRef below. It excludes
-	// git, helmRepository, oci and bucket.
-	// +kubebuilder:validation:MinLength=1
-	// +optional
-	URL string `json:"url,omitempty"`
-
-	// Ref is a branch, a tag, a full reference (refs/...) or a full commit
-	// SHA. Defaults to the remote HEAD. It excludes semver.
-	// +optional
-	Ref string `json:"ref,omitempty"`
-
-	// SemVer selects the highest tag that is a semantic version in this
-	// range (">=1.2.0 <2", "^1.4", "~2.0"). It excludes ref.
-	// +optional
-	SemVer string `json:"semver,omitempty"`
-
-	// Path inside the repository whose manifests are applied. Defaults to the root.
-	// +optional
-	Path string `json:"path,omitempty"`
-
-	// Git is the Git source as a struct, the same as url, ref, semver, path
-	// and secretRef above. See docs/sources.md.
+	// Git is a Git repository, a revision in it, a path and the Secret of
+	// its credentials. See docs/sources.md.
 	// +optional
 	Git *GitSource `json:"git,omitempty"`
 
@@ -111,12 +89,6 @@ type GuardSpec struct {
 	// fields other controllers own (an HPA's replicas, injected sidecars).
 	// +optional
 	Ignore []IgnoreRule `json:"ignore,omitempty"`
-
-	// SecretRef names a Secret with Git credentials: username and password,
-	// or bearerToken (HTTPS); identity, known_hosts and optionally password
-	// as the key's passphrase (SSH).
-	// +optional
-	SecretRef *SecretReference `json:"secretRef,omitempty"`
 
 	// Vars are substituted for ${NAME} and ${NAME:=default} in the rendered
 	// manifests. A variable that is unset and has no default is an error.

@@ -297,7 +297,7 @@ func (e *env) createConfigMapGuard(name, ns string, n int, selfHeal bool) (strin
 	}
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.GuardSpec{URL: e.git.URL(name), Ref: "main", Interval: metav1.Duration{Duration: time.Hour}, SelfHeal: &selfHeal},
+		Spec:       v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: e.git.URL(name), Ref: "main"}, Interval: metav1.Duration{Duration: time.Hour}, SelfHeal: &selfHeal},
 	}
 	return rev, e.admin.Create(ctx, g)
 }

@@ -234,7 +234,7 @@ func createGuard(t *testing.T, name string, mods ...func(*v1alpha1.GuardSpec)) {
 	t.Helper()
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.GuardSpec{URL: git.URL(name), Ref: "main", Interval: metav1.Duration{Duration: 30 * time.Second}},
+		Spec:       v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL(name), Ref: "main"}, Interval: metav1.Duration{Duration: 30 * time.Second}},
 	}
 	for _, m := range mods {
 		m(&g.Spec)
