@@ -106,7 +106,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 	if err := d.Client.Get(ctx, client.ObjectKey{Name: guard}, &g); err != nil {
 		return err
 	}
-	n, names := d.Drift.Drifted(guard, maxDriftedListed)
+	n, names := drifted(d.Drift, guard)
 	setDrifted(guard, n)
 	status := map[string]any{"driftedObjects": n, "drifted": orNull(names)}
 	after := g.Status.DeepCopy()
@@ -121,7 +121,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 		if snap, ok := d.Store.Snapshot(guard); ok {
 			sum := d.Health.Summarize(ctx, &g, snap)
 			setHealth(after, sum)
-			status["health"], status["unhealthy"] = string(sum.State), orNull(sum.Unhealthy)
+			status["health"], status["unhealthy"] = string(sum.State), orNull(sum.Objects)
 			// The whole list: a merge patch replaces lists. The
 			// resourceVersion below keeps it from undoing conditions a
 			// reconcile wrote since the Guard was read.
@@ -155,9 +155,3 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 }
 
 // orNull is nil for an empty list: a merge patch then removes the field.
-func orNull(list []string) any {
-	if len(list) == 0 {
-		return nil
-	}
-	return list
-}

@@ -314,7 +314,7 @@ func (e *env) waitGuard(ctx context.Context, name, rev string, n int, timeout, p
 		var got v1alpha1.Guard
 		err := e.admin.Get(ctx, client.ObjectKey{Name: name}, &got)
 		if err == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) &&
-			got.Status.LastAppliedRevision == rev && got.Status.ManagedObjects == n {
+			got.Status.LastAppliedRevision == rev && int(got.Status.ManagedObjects) == n {
 			return nil
 		}
 		if err := e.alive(); err != nil {

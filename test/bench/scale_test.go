@@ -219,7 +219,7 @@ func BenchmarkScale(b *testing.B) {
 			alive()
 			err := admin.Get(ctx, client.ObjectKey{Name: sz.prefix}, &got)
 			if err == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) &&
-				got.Status.LastAppliedRevision == rev && got.Status.ManagedObjects == sz.objects() {
+				got.Status.LastAppliedRevision == rev && int(got.Status.ManagedObjects) == sz.objects() {
 				break
 			}
 			if time.Now().After(deadline) {

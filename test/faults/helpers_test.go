@@ -260,7 +260,7 @@ func waitApplied(t *testing.T, g *guardProc, name, rev string, n int, timeout ti
 		if err != nil {
 			return err
 		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) || got.Status.LastAppliedRevision != rev || got.Status.ManagedObjects != n {
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) || got.Status.LastAppliedRevision != rev || int(got.Status.ManagedObjects) != n {
 			return fmt.Errorf("revision %q, %d objects, conditions %+v", got.Status.LastAppliedRevision, got.Status.ManagedObjects, got.Status.Conditions)
 		}
 		return nil
