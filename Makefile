@@ -57,7 +57,7 @@ bench: test-tools ## Every benchmark against its target on a real API server and
 bench-quick: test-tools ## The same figures from smaller runs, the long groups' included
 	$(GO) run ./test/bench/cmd/benchrun -quick
 
-bench-scale: test-tools ## The groups longer than make bench at full size: 1,000 Guards (fleet), the Git cache after 1,000 commits; bench/results-scale.json
+bench-scale: test-tools ## The groups longer than make bench at full size: 1,000 Guards (fleet), 100,000 objects, two shards of 1,000 Guards, the Git cache after 1,000 commits; bench/results-scale.json
 	$(GO) run ./test/bench/cmd/benchrun -long -out bench/results-scale.json
 
 soak: test-tools ## 100 edits/s for 10 minutes; memory and latency every minute (SOAK=10m)

@@ -60,7 +60,10 @@ type controllers struct {
 	registrar *webhook.Registrar // nil without --webhook-register
 	guards    *reconcile.GuardReconciler
 	status    *reconcile.DriftStatus
-	stamps    *stamp.Signer
+	// writes are the Guards' status writes, shared by the reconciler and
+	// the drift status writer (reconcile.StatusWrites).
+	writes *reconcile.StatusWrites
+	stamps *stamp.Signer
 }
 
 // newControllers builds the desired state's store, the applier, the
@@ -68,7 +71,7 @@ type controllers struct {
 // Guard reconciler (and its follower on replicas that do not lead) and the
 // drift status writer, adds them to the manager, and binds the relay.
 func newControllers(ctx context.Context, d deps) (*controllers, error) {
-	c := &controllers{store: render.NewStore()}
+	c := &controllers{store: render.NewStore(), writes: &reconcile.StatusWrites{}}
 	steps := []func(context.Context, deps) error{
 		c.addApplier, c.addCompiledLayer, c.addSelfHeal, c.addRegistrar,
 		c.addProtection, c.addReconciler, c.addDriftStatus,
@@ -224,6 +227,7 @@ func (c *controllers) addReconciler(_ context.Context, d deps) error {
 		Applier: c.applier, Inventory: c.inventory, Audit: d.audit, Drift: c.watcher, SecretNamespace: d.o.Namespace,
 		DefaultInterval: d.o.DefaultInterval, Log: d.log.WithName("reconcile"),
 		Health: c.health, Events: d.mgr.GetEventRecorder("driftguard"), Concurrent: d.o.Concurrent, Shard: d.o.Shard, Capabilities: caps,
+		Writes: c.writes,
 	}
 	if c.registrar != nil {
 		c.guards.Protect = c.registrar.Sync
@@ -273,7 +277,7 @@ func (c *controllers) addFollower(d deps, fetcher reconcile.Fetcher, caps *recon
 func (c *controllers) addDriftStatus(_ context.Context, d deps) error {
 	c.status = &reconcile.DriftStatus{
 		Client: d.mgr.GetClient(), Drift: c.watcher, Health: c.health, Store: c.store,
-		Requeue: c.guards.Enqueue, Log: d.log.WithName("drift-status"),
+		Requeue: c.guards.Enqueue, Log: d.log.WithName("drift-status"), Writes: c.writes,
 	}
 	return addAll(d.mgr, c.watcher, c.status)
 }

@@ -7,28 +7,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// maxDeniedUsers bounds the user label of driftguard_admission_denied_total.
-// Usernames are chosen by whoever can create identities (a namespace editor
-// can create service accounts), so the series are capped: the first
-// maxDeniedUsers users denied keep their own series, later ones share
-// OtherUsers. The audit records name every user.
-const maxDeniedUsers = 100
+// Labels whose values others choose are capped: usernames are chosen by
+// whoever can create identities (a namespace editor can create service
+// accounts), and a custom Rego policy may answer any rule, even one made
+// of the request. The first maxLabelValues values of such a label keep
+// their own series; later ones share Other. The audit records name every
+// user and rule.
+const maxLabelValues = 100
 
-// OtherUsers is the user label of denials past the first maxDeniedUsers users.
-const OtherUsers = "(other)"
+// maxRuleLength bounds the rule label: a longer rule counts as Other.
+const maxRuleLength = 128
+
+// Other is the value of a capped label past its first maxLabelValues values.
+const Other = "(other)"
 
 var (
 	decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "driftguard_admission_decisions_total",
-		Help: "Admission decisions recorded, by action (deny, warn, allow, revert) and policy rule.",
+		Help: "Admission decisions recorded, by action (deny, warn, allow, revert) and policy rule; rules past the first 100 share the rule \"(other)\".",
 	}, []string{"action", "rule"})
 	deniedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "driftguard_admission_denied_total",
 		Help: "Admission requests denied, by user; users past the first 100 denied share the user \"(other)\".",
 	}, []string{"user"})
 
-	deniedUsersMu sync.Mutex
-	deniedUsers   = map[string]bool{}
+	decisionRules = newCappedLabel()
+	deniedUsers   = newCappedLabel()
 )
 
 func init() { metrics.Registry.MustRegister(decisionsTotal, deniedTotal) }
@@ -39,21 +43,35 @@ func countDecision(r *Record) {
 	if r.Type != Decision {
 		return
 	}
-	decisionsTotal.WithLabelValues(r.Action, r.Rule).Inc()
+	rule := Other
+	if len(r.Rule) <= maxRuleLength {
+		rule = decisionRules.value(r.Rule)
+	}
+	decisionsTotal.WithLabelValues(r.Action, rule).Inc()
 	if r.Action == "deny" {
-		deniedTotal.WithLabelValues(deniedUserLabel(r.User)).Inc()
+		deniedTotal.WithLabelValues(deniedUsers.value(r.User)).Inc()
 	}
 }
 
-func deniedUserLabel(user string) string {
-	deniedUsersMu.Lock()
-	defer deniedUsersMu.Unlock()
-	if deniedUsers[user] {
-		return user
+// cappedLabel hands out the values of one label: the first maxLabelValues
+// distinct values keep their own, later ones get Other.
+type cappedLabel struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func newCappedLabel() *cappedLabel { return &cappedLabel{seen: map[string]bool{}} }
+
+// value is the label value that stands for v.
+func (c *cappedLabel) value(v string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen[v] {
+		return v
 	}
-	if len(deniedUsers) >= maxDeniedUsers {
-		return OtherUsers
+	if len(c.seen) >= maxLabelValues {
+		return Other
 	}
-	deniedUsers[user] = true
-	return user
+	c.seen[v] = true
+	return v
 }

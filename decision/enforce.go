@@ -5,10 +5,6 @@ import (
 	"github.com/driftguard/driftguard/policy"
 )
 
-// RuleEnforcementOff is the rule of a change allowed because its object is
-// annotated driftguard.io/enforcement: off in Git; the policy was not asked.
-const RuleEnforcementOff = "enforcement-off"
-
 // Enforcement is what softens a policy's deny: the object's
 // driftguard.io/enforcement annotation in Git (off, revert, warn, deny or
 // empty) and the Guard's spec.enforcement (deny, warn, dryrun; empty is deny).

@@ -64,6 +64,10 @@ type Options struct {
 	// APIServerFlags are more kube-apiserver flags, name without dashes to
 	// value, e.g. admission-control-config-file.
 	APIServerFlags map[string]string
+	// EtcdFlags are more etcd flags, name without dashes to value, e.g.
+	// quota-backend-bytes (envtest sets none, so etcd's default backend
+	// quota of 2 GiB applies).
+	EtcdFlags map[string]string
 	// NodeMonitorGracePeriod is how long kube-controller-manager lets the
 	// simulated node go without a heartbeat before it marks the node
 	// NotReady and its pods unready (--node-monitor-grace-period). KWOK
@@ -241,6 +245,9 @@ func (c *Cluster) startControlPlane(o Options) error {
 		Out:  etcdLog,
 		Err:  etcdLog,
 	}
+	for name, value := range o.EtcdFlags {
+		env.ControlPlane.Etcd.Configure().Set(name, value)
+	}
 	api := env.ControlPlane.GetAPIServer()
 	api.Path = filepath.Join(c.binDir, "kube-apiserver")
 	api.Out, api.Err = apiLog, apiLog
@@ -371,6 +378,15 @@ func (c *Cluster) Stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// EtcdURL is etcd's client address (plain HTTP on loopback), which also
+// serves etcd's /metrics.
+func (c *Cluster) EtcdURL() string {
+	if c.Env == nil || c.Env.ControlPlane.Etcd == nil || c.Env.ControlPlane.Etcd.URL == nil {
+		return ""
+	}
+	return c.Env.ControlPlane.Etcd.URL.String()
 }
 
 // ControlPlanePIDs returns the process ids of etcd and kube-apiserver (0

@@ -22,7 +22,9 @@ var fixtureCases = []struct {
 	{"deployment-paused.yaml", Result{State: Suspended, Message: "rollout paused"}},
 	{"deployment-stale-generation.yaml", Result{State: Progressing, Message: "generation 4 not yet observed by its controller (observed 3)"}},
 	{"deployment-replica-failure.yaml", Result{State: Degraded, Message: `replica failure: FailedCreate: pods "web-8c96c8dfc-4x2lq" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10`}},
-	{"deployment-scaled-to-zero.yaml", Result{State: Healthy, Message: "scaled to zero"}},
+	{"deployment-scaled-to-zero.yaml", Result{State: Healthy, Message: "scaled to zero", NoPods: true}},
+	// Scaled to zero, a replica still counted: its pods are read.
+	{"deployment-scaling-to-zero.yaml", Result{State: Healthy, Message: "scaled to zero"}},
 	{"deployment-terminating.yaml", Result{State: Progressing, Message: "terminating"}},
 	{"deployment-bad-field.yaml", Result{State: Unknown, Message: "bad field: status.readyReplicas is a string, want an integer"}},
 

@@ -74,6 +74,10 @@ type Result struct {
 	// too long) or a window (a container that restarted recently). The
 	// object must be assessed again after it.
 	Until time.Time `json:"-"`
+	// NoPods is set when the object's own status says it runs no pod (a
+	// Deployment scaled to zero whose controller counts no replica): no
+	// pod can crash-loop, so its pods need not be read.
+	NoPods bool `json:"-"`
 }
 
 func (r Result) String() string {

@@ -24,7 +24,7 @@ var PodGVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 // moment, as Argo CD and kstatus read it; the pods say what is going on.
 func deploymentWithPods(ctx context.Context, o object, lookup Lookup) (Result, error) {
 	r := deployment(o.f)
-	if lookup == nil || (r.State != Healthy && r.State != Progressing) || o.f.err != nil {
+	if lookup == nil || (r.State != Healthy && r.State != Progressing) || r.NoPods || o.f.err != nil {
 		return r, nil
 	}
 	pr, crashing, err := crashingPodsAt(ctx, o.u, lookup, o.now)

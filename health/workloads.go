@@ -30,7 +30,9 @@ func deployment(f *fields) Result {
 	}
 	desired := f.intOr(1, "spec", "replicas")
 	if desired == 0 {
-		return Result{State: Healthy, Message: "scaled to zero"}
+		// No replica left in the status (every old one gone): no pod to
+		// read (Result.NoPods).
+		return Result{State: Healthy, Message: "scaled to zero", NoPods: f.intOr(0, "status", "replicas") == 0}
 	}
 	return result(Healthy, "%d of %d replicas ready", f.intOr(0, "status", "readyReplicas"), desired)
 }

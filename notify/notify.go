@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
+	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/redact"
 )
 
@@ -66,10 +68,10 @@ func Of(r audit.Record) (Notification, bool) {
 	case r.Type == audit.Error && (r.Operation == "SYNC" || r.Operation == "RENDER"):
 		n.Kind = SyncFailed
 		n.Summary = fmt.Sprintf("guard %s: sync failed: %s", r.Guard, firstOf(r.Error, r.Reason))
-	case r.Type == audit.Health && r.Action == "Degraded":
+	case r.Type == audit.Health && r.Action == string(health.Degraded):
 		n.Kind = Degraded
 		n.Summary = fmt.Sprintf("guard %s is Degraded: %s", r.Guard, r.Reason)
-	case r.Type == audit.Error && r.Rule == "fight-detected":
+	case r.Type == audit.Error && r.Rule == decision.RuleFightDetected:
 		n.Kind = Degraded
 		n.Summary = fmt.Sprintf("guard %s is Degraded: %s", r.Guard, r.Reason)
 	default:

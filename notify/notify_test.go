@@ -13,7 +13,10 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
+	"github.com/driftguard/driftguard/health"
 )
 
 func TestOf(t *testing.T) {
@@ -26,11 +29,11 @@ func TestOf(t *testing.T) {
 	}{
 		{"drift", audit.Record{Type: audit.Drift, Guard: "shop", User: "alice", Object: cm, Action: "revert"}, Drift, "ConfigMap shop/cfg drifted from Git (changed by alice); action: revert"},
 		{"dry-run drift", audit.Record{Type: audit.Drift, Guard: "shop", Object: cm, DryRun: true}, "", ""},
-		{"sync failed", audit.Record{Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: "ApplyFailed", Error: "apply x: forbidden"}, SyncFailed, "sync failed: apply x: forbidden"},
+		{"sync failed", audit.Record{Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: v1alpha1.ReasonApplyFailed, Error: "apply x: forbidden"}, SyncFailed, "sync failed: apply x: forbidden"},
 		{"render failed", audit.Record{Type: audit.Error, Guard: "shop", Operation: "RENDER", Error: "b.yaml:3: bad"}, SyncFailed, "b.yaml:3"},
-		{"degraded", audit.Record{Type: audit.Health, Guard: "shop", Action: "Degraded", Reason: "Deployment shop/web: progress deadline exceeded"}, Degraded, "is Degraded: Deployment shop/web"},
-		{"healthy again", audit.Record{Type: audit.Health, Guard: "shop", Action: "Healthy"}, "", ""},
-		{"fight", audit.Record{Type: audit.Error, Guard: "shop", Rule: "fight-detected", Reason: "hpa keeps changing it"}, Degraded, "hpa keeps changing it"},
+		{"degraded", audit.Record{Type: audit.Health, Guard: "shop", Action: string(health.Degraded), Reason: "Deployment shop/web: progress deadline exceeded"}, Degraded, "is Degraded: Deployment shop/web"},
+		{"healthy again", audit.Record{Type: audit.Health, Guard: "shop", Action: string(health.Healthy)}, "", ""},
+		{"fight", audit.Record{Type: audit.Error, Guard: "shop", Rule: decision.RuleFightDetected, Reason: "hpa keeps changing it"}, Degraded, "hpa keeps changing it"},
 		{"routine apply", audit.Record{Type: audit.Apply, Guard: "shop", Object: cm}, "", ""},
 		{"decision", audit.Record{Type: audit.Decision, Guard: "shop", Object: cm, Action: "deny"}, "", ""},
 		{"revert error", audit.Record{Type: audit.Error, Guard: "shop", Operation: "REVERT", Error: "x"}, "", ""},

@@ -18,7 +18,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/health"
 )
 
 // got is what a loopback receiver took: each accepted request as a line,
@@ -77,8 +79,8 @@ func chatRecords(src string) []audit.Record {
 		{Time: t0, Type: audit.Apply, Guard: "shop", Operation: "APPLY", Action: "configured", Object: cmObject, Source: s},
 		{Time: t0, Type: audit.Drift, Guard: "shop", User: "<!channel> [x](https://evil.example)", Object: cmObject, Action: "revert", Source: s,
 			Fields: []audit.Field{{Path: "/data/value", Desired: "git", Live: "by alice"}}},
-		{Time: t0, Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: "ApplyFailed", Error: "apply ConfigMap shop/cfg: forbidden", Source: s},
-		{Time: t0, Type: audit.Health, Guard: "shop", Action: "Degraded", Reason: "Deployment shop/web: progress deadline exceeded"},
+		{Time: t0, Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: v1alpha1.ReasonApplyFailed, Error: "apply ConfigMap shop/cfg: forbidden", Source: s},
+		{Time: t0, Type: audit.Health, Guard: "shop", Action: string(health.Degraded), Reason: "Deployment shop/web: progress deadline exceeded"},
 		{Time: t0, Type: audit.Revert, Guard: "shop", Object: cmObject},
 	}
 }
@@ -391,13 +393,13 @@ func statusAPI(g *got, token string) http.Handler {
 func statusRecords(repo string) []audit.Record {
 	src := func(rev string) *audit.Source { return &audit.Source{URL: repo, Revision: rev} }
 	return []audit.Record{
-		{Time: t0, Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: "ApplyFailed", Error: "apply x: forbidden by secret-ish detail", Source: src(revA)},
-		{Time: t0, Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: "ApplyFailed", Error: "again", Source: src(revA)},
+		{Time: t0, Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: v1alpha1.ReasonApplyFailed, Error: "apply x: forbidden by secret-ish detail", Source: src(revA)},
+		{Time: t0, Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: v1alpha1.ReasonApplyFailed, Error: "again", Source: src(revA)},
 		{Time: t0, Type: audit.Apply, Guard: "shop", Operation: "APPLY", Action: "configured", Object: cmObject, Source: src(revA)},
 		{Time: t0, Type: audit.Apply, Guard: "shop", Operation: "SYNC", Action: "applied", Source: src(revA)},
 		{Time: t0, Type: audit.Apply, Guard: "shop", Operation: "SYNC", Action: "applied", Source: src(revA)},
 		{Time: t0, Type: audit.Error, Guard: "shop", Operation: "RENDER", Error: "b.yaml:3: bad", Source: src(revB)},
-		{Time: t0, Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: "FetchFailed", Source: src(revB)},
+		{Time: t0, Type: audit.Error, Guard: "shop", Operation: "SYNC", Reason: v1alpha1.ReasonFetchFailed, Source: src(revB)},
 		{Time: t0, Type: audit.Apply, Guard: "shop", Operation: "SYNC", Action: "applied", Source: src("sha256:" + strings.Repeat("c", 64))},
 		{Time: t0, Type: audit.Drift, Guard: "shop", Object: cmObject, Source: src(revA)},
 	}

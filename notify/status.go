@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 )
 
@@ -31,7 +32,7 @@ type Status struct {
 
 // sourceFailures are reasons of SYNC errors about the source or the Guard
 // rather than the revision: the revision they name is not at fault.
-var sourceFailures = map[string]bool{"FetchFailed": true, "AuthFailed": true, "RenderSettingsFailed": true}
+var sourceFailures = map[string]bool{v1alpha1.ReasonFetchFailed: true, v1alpha1.ReasonAuthFailed: true, v1alpha1.ReasonRenderSettingsFailed: true}
 
 var commitSHA = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
@@ -53,7 +54,7 @@ func StatusOf(r audit.Record) (Status, bool) {
 	case r.Type == audit.Error && r.Operation == "RENDER":
 		st.Result = Failed
 		if st.Reason == "" {
-			st.Reason = "RenderFailed"
+			st.Reason = v1alpha1.ReasonRenderFailed
 		}
 	default:
 		return Status{}, false

@@ -37,6 +37,11 @@ type DriftStatus struct {
 	Requeue func(guard string)
 	Period  time.Duration
 	Log     logr.Logger
+	// Writes, when set (shared with GuardReconciler.Writes), lets a
+	// change the informer reported go unwritten when the cached Guard
+	// already holds this process's last status write and the status would
+	// come out the same (StatusWrites).
+	Writes *StatusWrites
 
 	mu      sync.Mutex
 	pending map[string]pendingWork
@@ -93,8 +98,11 @@ func (d *DriftStatus) Start(ctx context.Context) error {
 		guards := d.pending
 		d.pending = nil
 		d.mu.Unlock()
+		// Every summary of the batch was asked for by now: they share
+		// their EndpointSlice lists.
+		batch := WithSharedReads(ctx)
 		for guard, w := range guards {
-			if err := d.patch(ctx, guard, w); err != nil && !apierrors.IsNotFound(err) {
+			if err := d.patch(batch, guard, w); err != nil && !apierrors.IsNotFound(err) {
 				d.Log.Error(err, "update drift status", "guard", guard)
 			}
 		}
@@ -105,6 +113,13 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 	var g v1alpha1.Guard
 	if err := d.Client.Get(ctx, client.ObjectKey{Name: guard}, &g); err != nil {
 		return err
+	}
+	known, current := d.Writes.holds(&g)
+	if known && !current {
+		// The cache lags behind this process's last write: a patch with
+		// its resourceVersion would be refused. Next period.
+		d.mark(guard, w)
+		return nil
 	}
 	n, names := drifted(d.Drift, guard)
 	setDrifted(guard, n)
@@ -129,14 +144,17 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 		}
 	}
 	withoutSecrets(after) // in place: status shares its lists
-	if !w.changed && apiequality.Semantic.DeepEqual(&g.Status, after) {
-		return nil // a recheck that found nothing new
+	if (!w.changed || current) && apiequality.Semantic.DeepEqual(&g.Status, after) {
+		// A recheck that found nothing new, or a change already written
+		// (the cache holds the last write: the comparison is with it).
+		return nil
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": g.ResourceVersion}, "status": status})
 	if err != nil {
 		return err
 	}
-	if err := d.Client.Status().Patch(ctx, &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: guard}}, client.RawPatch(types.MergePatchType, body)); err != nil {
+	patched := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: guard}}
+	if err := d.Client.Status().Patch(ctx, patched, client.RawPatch(types.MergePatchType, body)); err != nil {
 		if apierrors.IsConflict(err) {
 			// The Guard changed since it was read (the cache may lag
 			// behind a reconcile's status write): try again next period.
@@ -145,9 +163,10 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 		}
 		return err
 	}
+	d.Writes.wrote(guard, patched.ResourceVersion)
 	if after.Health != g.Status.Health {
 		if ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady); d.Requeue != nil && g.Spec.Wait &&
-			ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == "Progressing" {
+			ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == v1alpha1.ReasonProgressing {
 			d.Requeue(guard)
 		}
 	}

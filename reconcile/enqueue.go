@@ -13,7 +13,10 @@ import (
 // Enqueue asks for a full reconcile of a Guard now rather than at its next
 // requeue: DriftStatus calls it when the health of a Guard that waits for
 // it (spec.wait) changes, Pushed for every Guard of a pushed repository.
-func (r *GuardReconciler) Enqueue(guard string) { r.kicks.add(guard) }
+func (r *GuardReconciler) Enqueue(guard string) {
+	r.queued.note(guard)
+	r.kicks.add(guard)
+}
 
 // kicks hands Guard names to the controller's work queue. None is
 // dropped, however many come at once (a push to a repository of 1,000

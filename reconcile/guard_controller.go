@@ -89,11 +89,16 @@ type GuardReconciler struct {
 	// Shard, when set, limits the reconciler to Guards labelled
 	// driftguard.io/shard=Shard; unset, to Guards without that label.
 	Shard string
+	// Writes, when set (shared with DriftStatus.Writes), remembers each
+	// status write, so that DriftStatus does not write the same status
+	// again when the watch reports what a reconcile applied.
+	Writes *StatusWrites
 
 	mu        sync.Mutex
 	decorated map[string]*prepared // guard -> its fetched snapshot, decorated and ordered
 	waits     map[string]waitStart
 	kicks     kicks
+	queued    queuedTimes
 }
 
 // Pushed reconciles at once every Guard whose repository is one of urls (a
@@ -138,7 +143,9 @@ func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// the interval do.
 		For(&v1alpha1.Guard{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
-			predicate.NewPredicateFuncs(r.InShard))).
+			predicate.NewPredicateFuncs(r.InShard),
+			// Last: when a Guard that passed the others is queued.
+			predicate.NewPredicateFuncs(r.queued.noteObject))).
 		WatchesRawSource(r.kicks.source()).
 		// A Guard that becomes Ready and Healthy wakes the Guards that wait
 		// for it (spec.dependsOn), rather than their next check.
@@ -198,7 +205,7 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	start := time.Now()
 	before := g.Status.DeepCopy()
-	res, err := r.reconcile(ctx, log, &g)
+	res, err := r.reconcile(ctx, log, &g, r.queued.take(g.Name))
 	g.Status.ObservedGeneration = g.Generation
 	handledReconcileRequest(&g)
 	if r.Drift != nil {
@@ -240,6 +247,8 @@ func (r *GuardReconciler) forget(guard string) {
 		r.Health.Forget(guard, snap)
 	}
 	r.Store.Remove(guard)
+	r.Writes.forget(guard)
+	r.queued.take(guard)
 	if r.Inventory != nil {
 		r.Inventory.Forget(guard)
 	}
@@ -277,6 +286,9 @@ type attempt struct {
 	// install: the Guard's first sync (no revision applied yet) runs
 	// Helm's install hooks, every later one its upgrade hooks.
 	install bool
+	// queued is when an event or a kick queued this reconcile (zero for
+	// the interval, a retry): a ref listing begun since will do.
+	queued time.Time
 }
 
 // stop ends a reconcile with a result; nil goes on to the next step.
@@ -286,8 +298,8 @@ func stopAfter(d time.Duration) stop { return &ctrl.Result{RequeueAfter: d} }
 
 // reconcile runs the steps of a full reconciliation in order; each may stop
 // it with the condition it set. docs/reconciliation.md describes them.
-func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1alpha1.Guard) (ctrl.Result, error) {
-	a := &attempt{g: g, log: log}
+func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1alpha1.Guard, queued time.Time) (ctrl.Result, error) {
+	a := &attempt{g: g, log: log, queued: queued}
 	if s := r.checkSpec(a); s != nil {
 		return *s, nil
 	}
@@ -317,22 +329,22 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 func (r *GuardReconciler) checkSpec(a *attempt) stop {
 	g := a.g
 	if len(g.Name) > 63 {
-		r.stalled(g, "InvalidName", fmt.Sprintf("guard name %q is longer than 63 characters and cannot be a label value", g.Name))
+		r.stalled(g, v1alpha1.ReasonInvalidName, fmt.Sprintf("guard name %q is longer than 63 characters and cannot be a label value", g.Name))
 		return &ctrl.Result{}
 	}
 	if _, err := CompileIgnoreRules(g.Spec.Ignore); err != nil {
-		r.stalled(g, "InvalidIgnoreRule", fmt.Sprintf("guard %s: spec.%v", g.Name, err))
+		r.stalled(g, v1alpha1.ReasonInvalidIgnoreRule, fmt.Sprintf("guard %s: spec.%v", g.Name, err))
 		return &ctrl.Result{}
 	}
 	gate, err := EvaluateWindows(g.Spec.SyncWindows, time.Now())
 	if err != nil {
-		r.stalled(g, "InvalidSyncWindow", err.Error())
+		r.stalled(g, v1alpha1.ReasonInvalidSyncWindow, err.Error())
 		return &ctrl.Result{}
 	}
 	a.gate = gate
 	if g.Spec.Suspend {
 		meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
-		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue, Reason: "Suspended",
+		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSuspended,
 			Message: fmt.Sprintf("spec.suspend is true: not reconciled and drift not reverted; %s stays in force (driftguard resume guard %s)", orNone(short(g.Status.LastAppliedRevision)), g.Name)})
 		a.log.V(1).Info("suspended")
 		return &ctrl.Result{}
@@ -356,14 +368,14 @@ func (r *GuardReconciler) checkDependencies(ctx context.Context, a *attempt) sto
 	var cycle *errDependencyCycle
 	switch {
 	case errors.As(err, &cycle):
-		r.stalled(a.g, "DependencyCycle", err.Error())
+		r.stalled(a.g, v1alpha1.ReasonDependencyCycle, err.Error())
 		// Another Guard's spec may break the cycle: look again.
 		return stopAfter(dependencyRequeue)
 	case err != nil:
-		r.notReady(a.g, "DependencyNotReady", err.Error())
+		r.notReady(a.g, v1alpha1.ReasonDependencyNotReady, err.Error())
 		return stopAfter(dependencyRequeue)
 	case waiting != "":
-		r.notReady(a.g, "DependencyNotReady", waiting)
+		r.notReady(a.g, v1alpha1.ReasonDependencyNotReady, waiting)
 		return stopAfter(dependencyRequeue)
 	}
 	return nil
@@ -379,7 +391,7 @@ func (r *GuardReconciler) checkIdentity(ctx context.Context, a *attempt) stop {
 	}
 	id, err := r.Applier.Identities.For(ctx, a.g)
 	if err != nil {
-		reason := ReasonServiceAccountMissing
+		reason := v1alpha1.ReasonServiceAccountNotFound
 		var ie *IdentityError
 		if errors.As(err, &ie) {
 			reason = ie.Reason
@@ -410,14 +422,14 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 	// spec.helm.valuesFrom is read as the Guard's identity, as its writes.
 	req, err := RequestIn(ctx, r.Client, g, r.SecretNamespace, RenderCluster{Values: a.applier.Client, Capabilities: r.Capabilities})
 	if invalid := (*InvalidSourceError)(nil); errors.As(err, &invalid) {
-		r.stalled(g, "InvalidSource", err.Error())
+		r.stalled(g, v1alpha1.ReasonInvalidSource, err.Error())
 		return &ctrl.Result{}
 	}
 	if settings := (*RenderSettingsError)(nil); errors.As(err, &settings) {
-		return r.failed(ctx, g, "RenderSettingsFailed", err.Error())
+		return r.failed(ctx, g, v1alpha1.ReasonRenderSettingsFailed, err.Error())
 	}
 	if err != nil {
-		return r.failed(ctx, g, "AuthFailed", err.Error())
+		return r.failed(ctx, g, v1alpha1.ReasonAuthFailed, err.Error())
 	}
 	a.req = req
 
@@ -425,7 +437,7 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 	// unless a person asked for this reconcile or sync: then the remote is
 	// asked.
 	if !requestPending(g) {
-		req.ListingMaxAge = ListingReuse
+		req.ListingMaxAge, req.ListingSince = ListingReuse, a.queued
 	}
 	// A revision the status says failed is not rendered again before its
 	// backoff (a new leader would otherwise render it at once).
@@ -441,7 +453,7 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 	switch {
 	case errors.As(err, &renderErr):
 		msg := fmt.Sprintf("revision %s cannot be applied, %s stays in force: %v", short(rev), orNone(short(g.Status.LastAppliedRevision)), err)
-		r.stalled(g, "RenderFailed", msg)
+		r.stalled(g, v1alpha1.ReasonRenderFailed, msg)
 		recordRenderFailure(g, rev, err, r.interval(g), time.Now())
 		r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "RENDER", Error: err.Error(),
 			Source: &audit.Source{URL: SourceURL(g), Revision: rev, Path: renderErr.Path, Line: renderErr.Line}})
@@ -452,7 +464,7 @@ func (r *GuardReconciler) fetchSource(ctx context.Context, a *attempt) stop {
 		if source.IsAuthError(err) {
 			msg += "; " + credentialsHint(g, r.SecretNamespace)
 		}
-		return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision))))
+		return r.failed(ctx, g, v1alpha1.ReasonFetchFailed, fmt.Sprintf("%s; %s stays in force", msg, orNone(short(g.Status.LastAppliedRevision))))
 	}
 	g.Status.RenderFailure = nil // the revision rendered
 	if c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady); c != nil && sourceFailure[c.Reason] {
@@ -476,27 +488,23 @@ func (r *GuardReconciler) prepare(ctx context.Context, a *attempt) stop {
 	p := r.prepareOnce(g, a.snap)
 	if p.err != nil {
 		msg := fmt.Sprintf("revision %s cannot be applied, %s stays in force: %v", short(a.rev), orNone(short(g.Status.LastAppliedRevision)), p.err)
-		if !stalledFor(g, ReasonInvalidSyncOrder, msg) {
-			r.event(g, corev1.EventTypeWarning, ReasonInvalidSyncOrder, msg)
-			r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "RENDER", Reason: ReasonInvalidSyncOrder, Error: p.err.Error(),
+		if !stalledFor(g, v1alpha1.ReasonInvalidSyncOrder, msg) {
+			r.event(g, corev1.EventTypeWarning, v1alpha1.ReasonInvalidSyncOrder, msg)
+			r.record(ctx, audit.Record{Type: audit.Error, Guard: g.Name, Operation: "RENDER", Reason: v1alpha1.ReasonInvalidSyncOrder, Error: p.err.Error(),
 				Source: &audit.Source{URL: SourceURL(g), Revision: a.rev}})
 		}
-		r.stalled(g, ReasonInvalidSyncOrder, msg)
+		r.stalled(g, v1alpha1.ReasonInvalidSyncOrder, msg)
 		return stopAfter(jitter(r.interval(g)))
 	}
 	a.snap, a.plan = p.decorated, p.plan
 	a.install = g.Status.LastAppliedRevision == ""
 	if len(a.snap.Objects) == 0 && len(p.fetched.Objects) > 0 && !g.Spec.AllowEmpty && (len(g.Status.Inventory) > 0 || g.Status.ManagedObjects > 0) {
 		// Hooks alone: as empty as a revision of no objects (chooseRevision).
-		r.stalled(g, "EmptyRevision", fmt.Sprintf("revision %s renders only hooks, no objects to keep; %s stays in force and nothing is pruned (set spec.allowEmpty to prune everything)", short(a.rev), orNone(short(g.Status.LastAppliedRevision))))
+		r.stalled(g, v1alpha1.ReasonEmptyRevision, fmt.Sprintf("revision %s renders only hooks, no objects to keep; %s stays in force and nothing is pruned (set spec.allowEmpty to prune everything)", short(a.rev), orNone(short(g.Status.LastAppliedRevision))))
 		return stopAfter(jitter(r.interval(g)))
 	}
 	return nil
 }
-
-// ReasonInvalidSyncOrder is why a revision whose wave or hook annotations
-// cannot be read is not applied.
-const ReasonInvalidSyncOrder = "InvalidSyncOrder"
 
 // stalledFor reports whether the Guard is Stalled already for reason and msg.
 func stalledFor(g *v1alpha1.Guard, reason, msg string) bool {
@@ -524,7 +532,7 @@ func (r *GuardReconciler) publish(ctx context.Context, a *attempt) {
 func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Result {
 	g, rev, snap := a.g, a.rev, a.snap
 	newRevision := rev != g.Status.LastAppliedRevision
-	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: "applying " + short(rev)})
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProgressing, Message: "applying " + short(rev)})
 	start := time.Now()
 	if s := r.loadInventory(ctx, a); s != nil {
 		return *s
@@ -577,11 +585,11 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 		result.RequeueAfter = r.untilGate(g, a.gate)
 	}
 	if len(conflicts) > 0 {
-		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ObjectConflict",
+		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonObjectConflict,
 			Message: msg + "; " + conflictMessage(conflicts)})
 		return result
 	}
-	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: msg})
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReconciliationSucceeded, Message: msg})
 	if syncRecorded {
 		r.record(ctx, audit.Record{Type: audit.Apply, Guard: g.Name, User: FieldManager, Operation: "SYNC", Action: "applied", Reason: msg,
 			Source: &audit.Source{URL: SourceURL(g), Revision: rev}})
@@ -606,7 +614,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 				Object: audit.Object{Version: "v1", Kind: "Namespace", Name: ns}, Reason: "spec.createNamespace"})
 		}
 		if err != nil {
-			return nil, nil, r.failed(ctx, g, forbiddenOr(err, "ApplyFailed"), err.Error())
+			return nil, nil, r.failed(ctx, g, forbiddenOr(err, v1alpha1.ReasonApplyFailed), err.Error())
 		}
 	}
 	objs, conflicts := r.withoutConflicts(g.Name, r.toApply(g, a.rev, a.snap, a.manual))
@@ -631,9 +639,9 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 	g.Status.Failed = failedObjects(cs)
 	if err != nil {
 		failed := cs.Count(Failed)
-		reason, msg := "ApplyFailed", err.Error()
+		reason, msg := v1alpha1.ReasonApplyFailed, err.Error()
 		if failed < len(cs) {
-			reason = "PartiallySynced"
+			reason = v1alpha1.ReasonPartiallySynced
 			msg = fmt.Sprintf("%d of %d objects failed to apply, the rest are applied: %v", failed, len(cs), err)
 		}
 		reason = forbiddenOr(err, reason)
@@ -647,7 +655,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 		return cs, conflicts, r.failed(ctx, g, reason, msg)
 	}
 	if saveErr != nil {
-		return cs, conflicts, r.failed(ctx, g, "InventoryFailed", saveErr.Error())
+		return cs, conflicts, r.failed(ctx, g, v1alpha1.ReasonInventoryFailed, saveErr.Error())
 	}
 	return cs, conflicts, nil
 }
@@ -670,20 +678,20 @@ func (r *GuardReconciler) prune(ctx context.Context, a *attempt, kinds *[]schema
 	// in part.
 	saveErr := r.Inventory.Save(ctx, g, a.inv)
 	if err != nil {
-		return r.failed(ctx, g, "PruneFailed", errors.Join(err, saveErr).Error())
+		return r.failed(ctx, g, v1alpha1.ReasonPruneFailed, errors.Join(err, saveErr).Error())
 	}
 	if saveErr != nil {
-		return r.failed(ctx, g, "InventoryFailed", saveErr.Error())
+		return r.failed(ctx, g, v1alpha1.ReasonInventoryFailed, saveErr.Error())
 	}
 	*kinds = a.snap.Kinds()
 	return nil
 }
 
-// forbiddenOr is ReasonForbidden when err holds a write the Guard's service
-// account may not make, else reason.
+// forbiddenOr is v1alpha1.ReasonForbidden when err holds a write the
+// Guard's service account may not make, else reason.
 func forbiddenOr(err error, reason string) string {
 	if fe := (*ForbiddenError)(nil); errors.As(err, &fe) {
-		return ReasonForbidden
+		return v1alpha1.ReasonForbidden
 	}
 	return reason
 }
@@ -700,7 +708,7 @@ func credentialsHint(g *v1alpha1.Guard, defaultNamespace string) string {
 
 // sourceFailure: reasons of failures to read the source, which end when the
 // source answers again.
-var sourceFailure = map[string]bool{"FetchFailed": true, "AuthFailed": true, "RenderSettingsFailed": true}
+var sourceFailure = map[string]bool{v1alpha1.ReasonFetchFailed: true, v1alpha1.ReasonAuthFailed: true, v1alpha1.ReasonRenderSettingsFailed: true}
 
 // Requeue delays of a Guard that waits.
 const (

@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,7 +57,8 @@ const maxUnhealthyListed = 20
 // A Deployment that its status calls Healthy or Progressing is checked
 // with its pods, read from the API server in the same way: Degraded while
 // one of them crash-loops (health.CrashingPods), which its status alone
-// shows as a flip between Progressing and Healthy at every restart.
+// shows as a flip between Progressing and Healthy at every restart. One
+// scaled to zero with no replica left in its status is not: it has no pod.
 //
 // An object the guard has just applied is Progressing until the informer
 // holds what the API server stored (its resourceVersion, or generation),
@@ -179,7 +179,7 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 			r = t.read(ctx, reader, tg.gvk, tg.key)
 			again(recheckUnless(r, ServiceRecheck))
 		case tg.gvk.Group == "" && tg.gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && reader != nil:
-			if live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name); ok && live != nil {
+			if live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name); ok && live != nil && withEndpoints(live) {
 				if cached, left, ok := t.cachedService(tg.key, live); ok {
 					r = cached
 					again(recheckUnless(r, left))
@@ -204,7 +204,7 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 		}
 		results[i] = r
 	}
-	for i, a := range t.assessServices(ctx, reader, services) {
+	for i, a := range t.assessServices(ctx, reader, t.readerName(g), services) {
 		results[i] = a.result
 		again(recheckUnless(a.result, a.recheck))
 	}
@@ -297,6 +297,16 @@ func (t *HealthTracker) readerFor(ctx context.Context, g *v1alpha1.Guard) client
 	return id.Client
 }
 
+// readerName names the reader readerFor returns: the Guard's service
+// account, "" for Reader.
+func (t *HealthTracker) readerName(g *v1alpha1.Guard) string {
+	if t.Identities == nil || t.Reader == nil {
+		return ""
+	}
+	name, _ := t.Identities.ServiceAccountOf(g)
+	return name
+}
+
 // cachedService returns the remembered health of a Service, and how long
 // it is kept still: while it is Healthy and unchanged, else for its recheck.
 func (t *HealthTracker) cachedService(key render.ObjectKey, live *unstructured.Unstructured) (health.Result, time.Duration, bool) {
@@ -316,22 +326,19 @@ func (t *HealthTracker) cachedService(key render.ObjectKey, live *unstructured.U
 }
 
 // assessServices assesses Services with their EndpointSlices, listed from the
-// API server once per namespace rather than once per Service.
-func (t *HealthTracker) assessServices(ctx context.Context, reader client.Reader, svcs map[int]*unstructured.Unstructured) map[int]serviceHealth {
+// API server once per namespace rather than once per Service (and once per
+// batch of summaries under WithSharedReads), as reader, named who.
+func (t *HealthTracker) assessServices(ctx context.Context, reader client.Reader, who string, svcs map[int]*unstructured.Unstructured) map[int]serviceHealth {
 	if len(svcs) == 0 {
 		return nil
 	}
 	slices := map[string]health.Objects{} // namespace -> its EndpointSlices of Services
 	listErr := map[string]error{}
-	sel, err := labels.Parse(health.ServiceNameLabel)
-	if err != nil {
-		panic(err) // a constant
-	}
 	out := make(map[int]serviceHealth, len(svcs))
 	for i, svc := range svcs {
 		ns := svc.GetNamespace()
 		if _, done := slices[ns]; !done && listErr[ns] == nil {
-			list, err := health.ClientLookup(reader).List(ctx, health.EndpointSliceGVK, ns, sel)
+			list, err := endpointSlices(ctx, reader, who, ns)
 			if err != nil {
 				listErr[ns] = err
 			} else {
@@ -367,9 +374,10 @@ func (t *HealthTracker) assessServices(ctx context.Context, reader client.Reader
 
 // withPods reports whether the informer's answer r about an object of gvk
 // is checked with the object's pods: a Deployment that its status calls
-// Healthy or Progressing (health.CrashingPods).
+// Healthy or Progressing (health.CrashingPods), unless its status says it
+// runs no pod (health.Result.NoPods: scaled to zero, no replica left).
 func withPods(gvk schema.GroupVersionKind, r health.Result) bool {
-	return gvk.Group == "apps" && gvk.Kind == "Deployment" && (r.State == health.Healthy || r.State == health.Progressing)
+	return gvk.Group == "apps" && gvk.Kind == "Deployment" && (r.State == health.Healthy || r.State == health.Progressing) && !r.NoPods
 }
 
 // crashingOr is the pods' answer when they crash-loop (Degraded), else

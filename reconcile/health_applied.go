@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -92,4 +93,43 @@ func observed(live *unstructured.Unstructured, a appliedObject) bool {
 		return c >= 0
 	}
 	return live.GetUID() == a.uid && live.GetGeneration() >= a.generation
+}
+
+// observeWait bounds how long a reconcile waits for the watch to show
+// what it applied before it sums up health (AwaitObserved).
+const observeWait = time.Second
+
+// observePoll is how often AwaitObserved looks at the informer's cache.
+const observePoll = 5 * time.Millisecond
+
+// AwaitObserved waits until the informer's cache holds every object of
+// snap this process applied (Applied), at most observeWait: the watch is
+// normally milliseconds behind an apply, and a summary made once it caught
+// up speaks of the objects as applied (their health, their sync state).
+// The reconcile then writes its status once, rather than once with its
+// objects "applied; waiting for the watch to show it" and once more when
+// the watch shows them. Past the wait the summary says Progressing for
+// what is still not shown, as before. Nothing is read from the API server.
+func (t *HealthTracker) AwaitObserved(ctx context.Context, snap *render.Snapshot) {
+	if snap == nil || t.Live == nil {
+		return
+	}
+	deadline := time.Now().Add(observeWait)
+	for {
+		pending := false
+		for _, o := range snap.Objects {
+			if _, waiting := t.unobserved(o.GVK(), o.Key); waiting {
+				pending = true
+				break
+			}
+		}
+		if !pending || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(observePoll):
+		}
+	}
 }

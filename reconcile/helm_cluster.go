@@ -108,9 +108,9 @@ func helmPostRenderers(h *v1alpha1.HelmSpec) []render.PostRenderer {
 		if pr.Kustomize != nil {
 			for _, p := range pr.Kustomize.Patches {
 				gp := render.Patch{Patch: p.Patch}
-				if t := p.Target; t != nil {
-					gp.Target = &render.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
-						Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+				if p.Target != nil {
+					t := *p.Target
+					gp.Target = &t
 				}
 				r.Patches = append(r.Patches, gp)
 			}

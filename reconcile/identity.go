@@ -22,12 +22,9 @@ import (
 
 // Where a Guard's service account comes from, as Identity.Field names it.
 const (
-	FieldServiceAccountName     = "spec.serviceAccountName"
-	FlagDefaultServiceAccount   = "--default-service-account"
-	serviceAccountUserPrefix    = "system:serviceaccount:"
-	ReasonServiceAccountMissing = "ServiceAccountNotFound"
-	ReasonInvalidServiceAccount = "InvalidServiceAccount"
-	ReasonForbidden             = "Forbidden"
+	FieldServiceAccountName   = "spec.serviceAccountName"
+	FlagDefaultServiceAccount = "--default-service-account"
+	serviceAccountUserPrefix  = "system:serviceaccount:"
 )
 
 // serviceAccountTimeout bounds the look-up of a Guard's service account.
@@ -143,7 +140,7 @@ func (ids *Identities) For(ctx context.Context, g *v1alpha1.Guard) (Identity, er
 	}
 	id := Identity{User: ServiceAccountUser(ids.Namespace, name), Namespace: ids.Namespace, Name: name, Field: field}
 	if id.User == ids.Self {
-		return Identity{}, &IdentityError{Guard: g.Name, Reason: ReasonInvalidServiceAccount,
+		return Identity{}, &IdentityError{Guard: g.Name, Reason: v1alpha1.ReasonInvalidServiceAccount,
 			Message: fmt.Sprintf("%s %q is the guard's own service account (%s): a Guard acts as its own, narrower service account", field, name, id.User)}
 	}
 	if ids.ServiceAccounts != nil {
@@ -155,16 +152,16 @@ func (ids *Identities) For(ctx context.Context, g *v1alpha1.Guard) (Identity, er
 		cancel()
 		switch {
 		case apierrors.IsNotFound(err):
-			return Identity{}, &IdentityError{Guard: g.Name, Reason: ReasonServiceAccountMissing,
+			return Identity{}, &IdentityError{Guard: g.Name, Reason: v1alpha1.ReasonServiceAccountNotFound,
 				Message: fmt.Sprintf("%s: service account %s/%s does not exist: create it (with a RoleBinding in each namespace the Guard deploys to) or name another; nothing is applied meanwhile", field, ids.Namespace, name)}
 		case err != nil:
-			return Identity{}, &IdentityError{Guard: g.Name, Reason: ReasonServiceAccountMissing,
+			return Identity{}, &IdentityError{Guard: g.Name, Reason: v1alpha1.ReasonServiceAccountNotFound,
 				Message: fmt.Sprintf("%s: read service account %s/%s (the guard needs get, list and watch on serviceaccounts in %s)", field, ids.Namespace, name, ids.Namespace), Err: err}
 		}
 	}
 	c, err := ids.client(id.User)
 	if err != nil {
-		return Identity{}, &IdentityError{Guard: g.Name, Reason: ReasonInvalidServiceAccount, Message: "client impersonating " + id.User, Err: err}
+		return Identity{}, &IdentityError{Guard: g.Name, Reason: v1alpha1.ReasonInvalidServiceAccount, Message: "client impersonating " + id.User, Err: err}
 	}
 	id.Client = c
 	return id, nil

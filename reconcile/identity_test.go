@@ -45,7 +45,7 @@ func TestIdentityRefusesGuardItself(t *testing.T) {
 	g.Name = "shop"
 	_, err := ids.For(context.Background(), g)
 	var ie *IdentityError
-	if !errors.As(err, &ie) || ie.Reason != ReasonInvalidServiceAccount || !strings.Contains(err.Error(), "guard's own service account") {
+	if !errors.As(err, &ie) || ie.Reason != v1alpha1.ReasonInvalidServiceAccount || !strings.Contains(err.Error(), "guard's own service account") {
 		t.Fatalf("got %v, want an InvalidServiceAccount IdentityError", err)
 	}
 }
@@ -87,8 +87,8 @@ func TestForbiddenNamesIdentity(t *testing.T) {
 			if isFE := errors.As(got, &fe); isFE != tc.forbidden {
 				t.Errorf("ForbiddenError: %v", isFE)
 			}
-			if (forbiddenOr(got, "ApplyFailed") == ReasonForbidden) != tc.forbidden {
-				t.Errorf("reason %s", forbiddenOr(got, "ApplyFailed"))
+			if (forbiddenOr(got, v1alpha1.ReasonApplyFailed) == v1alpha1.ReasonForbidden) != tc.forbidden {
+				t.Errorf("reason %s", forbiddenOr(got, v1alpha1.ReasonApplyFailed))
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
 )
 
 // AppliedBy returns the UID of a live object when it is what the guard
@@ -40,7 +42,7 @@ func AppliedBy(live *unstructured.Unstructured, guard string) (types.UID, bool) 
 func (r *GuardReconciler) loadInventory(ctx context.Context, a *attempt) stop {
 	inv, err := r.Inventory.Load(ctx, a.g)
 	if err != nil {
-		return r.failed(ctx, a.g, "InventoryFailed", err.Error())
+		return r.failed(ctx, a.g, v1alpha1.ReasonInventoryFailed, err.Error())
 	}
 	a.inv = inv
 	return nil

@@ -27,7 +27,7 @@ func (r *GuardReconciler) stalled(g *v1alpha1.Guard, reason, msg string) {
 func (r *GuardReconciler) notReady(g *v1alpha1.Guard, reason, msg string) {
 	msg = redact.Text(msg)
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionStalled)
-	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "RetryingAfterError", Message: msg})
+	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRetryingAfterError, Message: msg})
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 }
 
@@ -40,9 +40,13 @@ func (r *GuardReconciler) patchStatus(ctx context.Context, g *v1alpha1.Guard, be
 	}
 	orig := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: *before}
 	patched := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Status: g.Status}
-	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(orig)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return fmt.Errorf("update status of guard %s: %w", g.Name, err)
 	}
+	r.Writes.wrote(g.Name, patched.ResourceVersion)
 	return nil
 }
 
@@ -84,7 +88,7 @@ func setDegraded(st *v1alpha1.GuardStatus, fights []string) {
 	if len(fights) > 3 {
 		msg = strings.Join(fights[:3], "; ") + fmt.Sprintf("; and %d more", len(fights)-3)
 	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "FightingOtherManager", Message: msg})
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonFightingOtherManager, Message: msg})
 }
 
 // setAuditCondition reports audit sinks that fail: condition AuditSinks
@@ -102,7 +106,7 @@ func setAuditCondition(st *v1alpha1.GuardStatus, errs map[string]error) {
 		return
 	}
 	sort.Strings(failing)
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionAuditSinks, Status: metav1.ConditionFalse, Reason: "SinkFailing",
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionAuditSinks, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonSinkFailing,
 		Message: truncate("audit records do not reach "+strings.Join(failing, "; ")+"; the other sinks keep them", 1000)})
 }
 
@@ -130,9 +134,9 @@ func outcome(g *v1alpha1.Guard) string {
 			return "blocked"
 		}
 		return "success"
-	case ready != nil && (ready.Reason == "DependencyNotReady" || ready.Reason == "Progressing"):
+	case ready != nil && (ready.Reason == v1alpha1.ReasonDependencyNotReady || ready.Reason == v1alpha1.ReasonProgressing):
 		return "waiting"
-	case ready != nil && (ready.Reason == "ManualSyncRequired" || ready.Reason == "SyncWindowClosed"):
+	case ready != nil && (ready.Reason == v1alpha1.ReasonManualSyncRequired || ready.Reason == v1alpha1.ReasonSyncWindowClosed):
 		return "blocked"
 	}
 	return "failed"

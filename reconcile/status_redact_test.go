@@ -16,8 +16,8 @@ func TestConditionsRedactURLs(t *testing.T) {
 	const want = `fetch https://git.example/infra.git: Get "https://git.example/infra.git/info/refs?access_token=REDACTED": connection refused`
 	r := &GuardReconciler{}
 	for name, set := range map[string]func(g *v1alpha1.Guard){
-		"stalled":   func(g *v1alpha1.Guard) { r.stalled(g, "FetchFailed", msg) },
-		"not ready": func(g *v1alpha1.Guard) { r.notReady(g, "FetchFailed", msg) },
+		"stalled":   func(g *v1alpha1.Guard) { r.stalled(g, v1alpha1.ReasonFetchFailed, msg) },
+		"not ready": func(g *v1alpha1.Guard) { r.notReady(g, v1alpha1.ReasonFetchFailed, msg) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := &v1alpha1.Guard{}

@@ -21,10 +21,10 @@ func syncBlocked(g *v1alpha1.Guard, gate Gate, manual bool, rev string) (reason,
 		return "", ""
 	}
 	if g.Spec.Sync == v1alpha1.SyncManual && !manual {
-		return "ManualSyncRequired", fmt.Sprintf("revision %s waits for a manual sync (driftguard sync %s); %s stays in force", short(rev), g.Name, orNone(short(g.Status.LastAppliedRevision)))
+		return v1alpha1.ReasonManualSyncRequired, fmt.Sprintf("revision %s waits for a manual sync (driftguard sync %s); %s stays in force", short(rev), g.Name, orNone(short(g.Status.LastAppliedRevision)))
 	}
 	if !gate.Open && (!manual || !gate.ManualOK) {
-		return "SyncWindowClosed", fmt.Sprintf("revision %s waits: %s; %s stays in force", short(rev), gate.Message, orNone(short(g.Status.LastAppliedRevision)))
+		return v1alpha1.ReasonSyncWindowClosed, fmt.Sprintf("revision %s waits: %s; %s stays in force", short(rev), gate.Message, orNone(short(g.Status.LastAppliedRevision)))
 	}
 	return "", ""
 }
@@ -74,15 +74,15 @@ func (r *GuardReconciler) chooseRevision(ctx context.Context, a *attempt) stop {
 		}
 		rev, snap, err := r.appliedSnapshot(ctx, g, a.req)
 		if err != nil {
-			return r.failed(ctx, g, "FetchFailed", fmt.Sprintf("fetch applied revision %s: %v", short(g.Status.LastAppliedRevision), err))
+			return r.failed(ctx, g, v1alpha1.ReasonFetchFailed, fmt.Sprintf("fetch applied revision %s: %v", short(g.Status.LastAppliedRevision), err))
 		}
 		a.rev, a.snap = rev, snap
 	} else {
 		g.Status.PendingRevision = ""
-		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "Synced", Message: "revision " + short(a.rev) + " is the newest"})
+		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, Message: "revision " + short(a.rev) + " is the newest"})
 	}
 	if len(a.snap.Objects) == 0 && !g.Spec.AllowEmpty && (len(g.Status.Inventory) > 0 || g.Status.ManagedObjects > 0) {
-		r.stalled(g, "EmptyRevision", fmt.Sprintf("revision %s renders no objects; %s stays in force and nothing is pruned (set spec.allowEmpty to prune everything)", short(a.rev), orNone(short(g.Status.LastAppliedRevision))))
+		r.stalled(g, v1alpha1.ReasonEmptyRevision, fmt.Sprintf("revision %s renders no objects; %s stays in force and nothing is pruned (set spec.allowEmpty to prune everything)", short(a.rev), orNone(short(g.Status.LastAppliedRevision))))
 		return stopAfter(jitter(r.interval(g)))
 	}
 	return nil

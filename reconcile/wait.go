@@ -26,12 +26,12 @@ func (r *GuardReconciler) waitHealthy(ctx context.Context, a *attempt) stop {
 	msg := fmt.Sprintf("revision %s applied; waiting for %d objects to become healthy: %s", short(rev), sum.Count, strings.Join(sum.Unhealthy, "; "))
 	if time.Since(r.waitStart(g.Name, rev)) < r.timeout(g) {
 		g.Status.LastAppliedRevision = rev
-		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Progressing", Message: msg})
-		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Progressing", Message: msg})
+		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProgressing, Message: msg})
+		meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonProgressing, Message: msg})
 		return stopAfter(healthRequeue)
 	}
 	r.setWaitStart(g.Name, rev) // the next attempt waits the full timeout again
-	return r.failed(ctx, g, "HealthCheckFailed", fmt.Sprintf("revision %s applied but not healthy within %s: %s", short(rev), r.timeout(g), strings.Join(sum.Unhealthy, "; ")))
+	return r.failed(ctx, g, v1alpha1.ReasonHealthCheckFailed, fmt.Sprintf("revision %s applied but not healthy within %s: %s", short(rev), r.timeout(g), strings.Join(sum.Unhealthy, "; ")))
 }
 
 func (r *GuardReconciler) setWaitStart(guard, rev string) {
@@ -68,6 +68,8 @@ func (r *GuardReconciler) summarizeHealth(ctx context.Context, g *v1alpha1.Guard
 	if r.Health == nil {
 		return HealthSummary{State: health.Healthy}
 	}
+	// One status write: with what the watch shows of this reconcile's applies.
+	r.Health.AwaitObserved(ctx, snap)
 	sum := r.Health.Summarize(ctx, g, snap)
 	setHealth(&g.Status, sum)
 	return sum

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/render"
 )
@@ -22,12 +23,6 @@ type SyncStepError struct {
 
 func (e *SyncStepError) Error() string { return e.Err.Error() }
 func (e *SyncStepError) Unwrap() error { return e.Err }
-
-// Reasons of a sync that stopped at a step of its order.
-const (
-	ReasonHookFailed        = "HookFailed"
-	ReasonHealthCheckFailed = "HealthCheckFailed"
-)
 
 // waitMargin is kept of the reconcile's time for reporting after a wait
 // that ran out.
@@ -73,7 +68,7 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 		}
 		preSyncDone = true
 		if err := r.runHooks(ctx, a, PhasePreSync, nil, deadline); err != nil {
-			return &SyncStepError{Reason: ReasonHookFailed, Err: err}
+			return &SyncStepError{Reason: v1alpha1.ReasonHookFailed, Err: err}
 		}
 		return nil
 	}
@@ -105,12 +100,12 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 		if whole && !n.definitions {
 			number := n.number
 			if err := r.runHooks(ctx, a, PhaseSync, &number, deadline); err != nil {
-				return fail(&SyncStepError{Reason: ReasonHookFailed, Err: err})
+				return fail(&SyncStepError{Reason: v1alpha1.ReasonHookFailed, Err: err})
 			}
 		}
 		if whole && a.g.Spec.Wait && (i < len(steps)-1 || postSync) {
 			if err := r.waitWave(ctx, a, n, wobjs, deadline); err != nil {
-				return fail(&SyncStepError{Reason: ReasonHealthCheckFailed, Err: err})
+				return fail(&SyncStepError{Reason: v1alpha1.ReasonHealthCheckFailed, Err: err})
 			}
 		}
 	}
@@ -119,7 +114,7 @@ func (r *GuardReconciler) applyOrdered(ctx context.Context, a *attempt, objs []*
 	}
 	if whole {
 		if err := r.runHooks(ctx, a, PhasePostSync, nil, deadline); err != nil {
-			return fail(&SyncStepError{Reason: ReasonHookFailed, Err: err})
+			return fail(&SyncStepError{Reason: v1alpha1.ReasonHookFailed, Err: err})
 		}
 	}
 	return cs, nil

@@ -203,17 +203,26 @@ func (r *renderer) renderFile(p string) []*Object {
 		r.fail(fileError(p, err))
 		return nil
 	}
-	var objs []*Object
-	for i, doc := range docs {
-		if encLines != nil {
-			doc.line, doc.itemLines = 1, nil
+	if encLines != nil {
+		for i := range docs {
+			docs[i].line, docs[i].itemLines = 1, nil
 			if i < len(encLines) {
-				doc.line = encLines[i]
+				docs[i].line = encLines[i]
 			}
 		}
+	}
+	return r.documentsObjects(p, docs, func(err error) error { return fileError(p, err) })
+}
+
+// documentsObjects checks each of docs and expands Lists (documentObjects),
+// every object naming path p and the line its document gives. A document
+// that fails is reported as docErr makes its error, and left out.
+func (r *renderer) documentsObjects(p string, docs []document, docErr func(error) error) []*Object {
+	var objs []*Object
+	for _, doc := range docs {
 		got, err := documentObjects(doc.value, doc.line, doc.itemLines)
 		if err != nil {
-			r.fail(fileError(p, err))
+			r.fail(docErr(err))
 			continue
 		}
 		for _, o := range got {

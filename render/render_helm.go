@@ -450,23 +450,16 @@ func (r *renderer) helmDocument(dir, name, content string) []*Object {
 		r.fail(&RenderError{Path: where, Err: fmt.Errorf("rendered template does not parse: %w", err)})
 		return nil
 	}
-	var objs []*Object
-	for _, doc := range docs {
-		got, err := documentObjects(doc.value, 0, nil)
-		if err != nil {
-			var le *lineError
-			if errors.As(err, &le) {
-				err = le.err
-			}
-			r.fail(&RenderError{Path: where, Err: fmt.Errorf("rendered template: %w", err)})
-			continue
-		}
-		for _, o := range got {
-			o.Source = Source{URL: r.src.URL, Revision: r.src.Revision, Path: where}
-		}
-		objs = append(objs, got...)
+	for i := range docs {
+		docs[i].line, docs[i].itemLines = 0, nil
 	}
-	return objs
+	return r.documentsObjects(where, docs, func(err error) error {
+		var le *lineError
+		if errors.As(err, &le) {
+			err = le.err
+		}
+		return &RenderError{Path: where, Err: fmt.Errorf("rendered template: %w", err)}
+	})
 }
 
 // helmCRDs decodes a file of crds/, which helm does not template: its
@@ -478,19 +471,7 @@ func (r *renderer) helmCRDs(dir, name string, data []byte) []*Object {
 		r.fail(fileError(where, err))
 		return nil
 	}
-	var objs []*Object
-	for _, doc := range docs {
-		got, err := documentObjects(doc.value, doc.line, doc.itemLines)
-		if err != nil {
-			r.fail(fileError(where, err))
-			continue
-		}
-		for _, o := range got {
-			o.Source = Source{URL: r.src.URL, Revision: r.src.Revision, Path: where, Line: o.Source.Line}
-		}
-		objs = append(objs, got...)
-	}
-	return objs
+	return r.documentsObjects(where, docs, func(err error) error { return fileError(where, err) })
 }
 
 // defaultNamespace puts objects that name no namespace into ns, unless

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/driftguard/driftguard/api/v1alpha1"
 )
 
 // What a chart's render takes from the cluster rather than from Git: values
@@ -107,18 +109,11 @@ type Patch struct {
 	Target *PatchTarget `json:"target,omitempty"`
 }
 
-// PatchTarget selects the objects a Patch applies to, as Kustomize's
-// patch targets do (group, version, kind, name and namespace are regular
-// expressions).
-type PatchTarget struct {
-	Group              string `json:"group,omitempty"`
-	Version            string `json:"version,omitempty"`
-	Kind               string `json:"kind,omitempty"`
-	Name               string `json:"name,omitempty"`
-	Namespace          string `json:"namespace,omitempty"`
-	LabelSelector      string `json:"labelSelector,omitempty"`
-	AnnotationSelector string `json:"annotationSelector,omitempty"`
-}
+// PatchTarget selects the objects a Patch applies to: the Guard's
+// spec.helm.postRenderers[].kustomize.patches[].target, whose JSON is
+// Kustomize's patch target (group, version, kind, name and namespace are
+// regular expressions), so it goes to Kustomize as it is.
+type PatchTarget = v1alpha1.PatchTarget
 
 // PostRenderer is one entry of spec.helm.postRenderers: Kustomize patches
 // applied together.

@@ -47,6 +47,9 @@ type fights struct {
 	mu      sync.Mutex
 	reverts map[countKey][]time.Time
 	stopped map[fightKey]string // -> guard
+	// series are the Guards with a driftguard_fights series, dropped with
+	// the Guard (forgetGuards).
+	series map[string]bool
 	// swept is when reverts was last cleared of counts older than
 	// fightWindow. Each distinct change is a key of its own, so a manager
 	// that writes new values every time (a timestamp, a load test) would
@@ -55,7 +58,7 @@ type fights struct {
 }
 
 func newFights() *fights {
-	return &fights{reverts: map[countKey][]time.Time{}, stopped: map[fightKey]string{}}
+	return &fights{reverts: map[countKey][]time.Time{}, stopped: map[fightKey]string{}, series: map[string]bool{}}
 }
 
 // allow reports whether the guard may revert it against manager now.
@@ -91,6 +94,7 @@ func (f *fights) reverted(it item, manager, changes, guard string, now time.Time
 	if len(times) > fightLimit {
 		if _, already := f.stopped[k.fightKey]; !already {
 			fightsGauge.WithLabelValues(guard).Inc()
+			f.series[guard] = true
 		}
 		f.stopped[k.fightKey] = guard
 		delete(f.reverts, k)
@@ -134,6 +138,26 @@ func (f *fights) forget(it item) {
 			delete(f.stopped, k)
 			fightsGauge.WithLabelValues(guard).Dec()
 		}
+	}
+}
+
+// forgetGuards ends the fights of the Guards that are gone (exists says
+// false: deleted, or no longer this guard's to keep) and drops their
+// driftguard_fights series.
+func (f *fights) forgetGuards(exists func(guard string) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for guard := range f.series {
+		if exists(guard) {
+			continue
+		}
+		for k, g := range f.stopped {
+			if g == guard {
+				delete(f.stopped, k)
+			}
+		}
+		delete(f.series, guard)
+		fightsGauge.DeleteLabelValues(guard)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -77,6 +79,70 @@ func TestFightCountsExpire(t *testing.T) {
 	if len(f.reverts) != 1 {
 		t.Fatalf("%d counts kept after a quiet window, want 1", len(f.reverts))
 	}
+}
+
+// TestFightsOfDeletedGuards: when a Guard is gone from the store, its
+// fights end and its driftguard_fights series goes, whether a fight was
+// still going on or had ended; the series of a Guard that stays, stays.
+func TestFightsOfDeletedGuards(t *testing.T) {
+	const op = "system:serviceaccount:operators:my-operator"
+	t0 := time.Now()
+	f := newFights()
+	fight := func(guard string) item {
+		it := item{gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, namespace: "shop", name: guard}
+		for i := range fightLimit + 1 {
+			f.reverted(it, op, "/data/value=1;", guard, t0.Add(time.Duration(i)*time.Second))
+		}
+		if f.allow(it, op) {
+			t.Fatalf("%s: no fight started", guard)
+		}
+		return it
+	}
+	kept := fight("fights-kept")
+	deleted := fight("fights-deleted")
+	ended := fight("fights-ended-then-deleted")
+	f.forget(ended)
+
+	f.forgetGuards(func(guard string) bool { return guard == "fights-kept" })
+	for _, tt := range []struct {
+		guard      string
+		it         item
+		wantSeries bool
+		wantFight  bool
+	}{
+		{"fights-kept", kept, true, true},
+		{"fights-deleted", deleted, false, false},
+		{"fights-ended-then-deleted", ended, false, false},
+	} {
+		t.Run(tt.guard, func(t *testing.T) {
+			if has := hasFightsSeries(t, tt.guard); has != tt.wantSeries {
+				t.Errorf("driftguard_fights{guard=%q} present %v, want %v", tt.guard, has, tt.wantSeries)
+			}
+			if fighting := !f.allow(tt.it, op); fighting != tt.wantFight {
+				t.Errorf("fight going on %v, want %v", fighting, tt.wantFight)
+			}
+		})
+	}
+}
+
+// hasFightsSeries reports whether driftguard_fights has a series of guard.
+func hasFightsSeries(t *testing.T, guard string) bool {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	go func() { fightsGauge.Collect(ch); close(ch) }()
+	found := false
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "guard" && l.GetValue() == guard {
+				found = true
+			}
+		}
+	}
+	return found
 }
 
 // TestController: only a verified service account of another namespace

@@ -117,7 +117,7 @@ func (w *Watcher) record(ctx context.Context, ev *driftEvent) (d policy.Decision
 			w.queue.AddAfter(ev.it, left)
 		} else {
 			expired = true
-			d = policy.Decision{Action: policy.Revert, Rule: "break-glass-expired",
+			d = policy.Decision{Action: policy.Revert, Rule: decision.RuleBreakGlassExpired,
 				Reason: fmt.Sprintf("%s by %s expired after %s; Git did not adopt the change", res.Rule, ev.who.user, ttl)}
 		}
 	}
@@ -148,7 +148,7 @@ func (w *Watcher) heal(ctx context.Context, ev *driftEvent, d policy.Decision, r
 		msg := fightMessage(it, controller, who.manager)
 		w.Log.Info("fight detected; no longer reverting", "object", it.key().String(), "controller", controller, "manager", who.manager)
 		w.Audit.Log(ctx, audit.Record{Type: audit.Error, Guard: ev.guard, User: who.user, Manager: who.manager, Operation: "REVERT",
-			Object: rec.Object, Fields: rec.Fields, Action: "stopped", Rule: "fight-detected", Reason: msg, Source: rec.Source})
+			Object: rec.Object, Fields: rec.Fields, Action: "stopped", Rule: decision.RuleFightDetected, Reason: msg, Source: rec.Source})
 		w.notify(ev.guard)
 		return nil
 	}
@@ -265,10 +265,10 @@ func (w *Watcher) decide(ctx context.Context, guard string, want *render.Object,
 	res, err := decision.New(w.Policy, guards).Decide(ctx, c)
 	switch {
 	case errors.Is(err, decision.ErrNoPolicy):
-		return decision.Result{Action: policy.Revert, Reason: "no policy configured", Rule: "self-heal"}
+		return decision.Result{Action: policy.Revert, Reason: "no policy configured", Rule: decision.RuleSelfHeal}
 	case err != nil:
 		w.Log.Error(err, "policy failed on drift; reverting", "object", want.Key.String())
-		return decision.Result{Action: policy.Revert, Reason: err.Error(), Rule: "policy-error"}
+		return decision.Result{Action: policy.Revert, Reason: err.Error(), Rule: decision.RulePolicyError}
 	}
 	return res
 }

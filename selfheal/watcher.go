@@ -162,11 +162,13 @@ func (w *Watcher) kick() {
 
 // syncLoop keeps one informer per kind in the store. Kinds whose definition
 // is not served yet (a CRD applied in the same revision) are tried again.
+// The fights of Guards gone from the store end, their series with them.
 func (w *Watcher) syncLoop(ctx context.Context) {
 	retry := time.NewTicker(5 * time.Second)
 	defer retry.Stop()
 	for {
 		w.syncInformers(ctx)
+		w.fights.forgetGuards(w.hasGuard)
 		select {
 		case <-ctx.Done():
 			return
@@ -174,6 +176,12 @@ func (w *Watcher) syncLoop(ctx context.Context) {
 		case <-retry.C:
 		}
 	}
+}
+
+// hasGuard reports whether the store keeps a snapshot of guard.
+func (w *Watcher) hasGuard(guard string) bool {
+	_, ok := w.Store.Snapshot(guard)
+	return ok
 }
 
 func (w *Watcher) syncInformers(ctx context.Context) {

@@ -68,6 +68,14 @@ type Request struct {
 	// together share one listing. Zero lists the remote at every Fetch.
 	// ForgetListings (a push) drops a repository's listings at once.
 	ListingMaxAge time.Duration
+	// ListingSince, when set, also lets a Git Fetch resolve with such a
+	// listing when it began at or after ListingSince, whatever its age:
+	// the caller asks for the remote as it was at some moment after then
+	// (a Guard's reconcile, as of when it was queued), and a listing begun
+	// since is as good as a new one. The Guards of a repository queued
+	// together (created at once, woken by one push) share one listing
+	// even when they are reconciled seconds apart.
+	ListingSince time.Time
 }
 
 // FetchError is a failure to reach the remote, authenticate, resolve the
@@ -283,14 +291,15 @@ func (f *GitFetcher) warmUp(rr *remoteRepo) {
 
 // resolve turns req.Ref, or the highest tag in rng when rng is set, into a
 // commit SHA, with a listing of the remote's references (one of at most
-// req.ListingMaxAge, see refListing) unless the ref already is a SHA.
+// req.ListingMaxAge, or begun since req.ListingSince, see refListing)
+// unless the ref already is a SHA.
 // refName is the reference to fetch; it is empty when the SHA itself must
 // be fetched. The caller holds rr.mu.
 func (rr *remoteRepo) resolve(ctx context.Context, req Request, rng *semverRange, auth transport.AuthMethod) (plumbing.Hash, plumbing.ReferenceName, error) {
 	if rng == nil && len(req.Ref) == 40 && plumbing.IsHash(req.Ref) {
 		return plumbing.NewHash(req.Ref), "", nil
 	}
-	refs, err := rr.listing.get(req.ListingMaxAge, func() ([]*plumbing.Reference, error) {
+	refs, err := rr.listing.get(req.ListingMaxAge, req.ListingSince, func() ([]*plumbing.Reference, error) {
 		remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{req.URL}})
 		return remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
 	})

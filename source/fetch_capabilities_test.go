@@ -2,9 +2,7 @@ package source
 
 import (
 	"errors"
-	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,11 +21,12 @@ func TestFetchAsksCapabilitiesOnlyForCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]string{"plain/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n  namespace: shop\n"}
-	for name, f := range capsChart() {
-		files["chart/"+strings.TrimPrefix(name, "c/")] = string(f.Data)
-	}
-	mustPush(t, repo, files, "first")
+	mustPush(t, repo, map[string]string{
+		"plain/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n  namespace: shop\n",
+		"chart/Chart.yaml": "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		// The chart tells which Kubernetes version it was rendered for.
+		"chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n",
+	}, "first")
 	f := NewGitFetcher(t.TempDir(), logr.Discard())
 	ctx := t.Context()
 	caps := &render.Capabilities{KubeVersion: "v1.37.2", APIVersions: []string{"v1"}}
@@ -40,7 +39,14 @@ func TestFetchAsksCapabilitiesOnlyForCharts(t *testing.T) {
 	}
 	kube := func(s *render.Snapshot) string {
 		t.Helper()
-		return capsSettings(t, s.Objects)["kube"].(string)
+		for _, o := range s.Objects {
+			if o.Key.Kind == "ConfigMap" && o.Key.Name == "settings" {
+				v, _, _ := unstructured.NestedString(o.Obj().Object, "data", "kube")
+				return v
+			}
+		}
+		t.Fatalf("no ConfigMap settings among %d objects", len(s.Objects))
+		return ""
 	}
 
 	last := map[string]*render.Snapshot{}
@@ -81,54 +87,4 @@ func TestFetchAsksCapabilitiesOnlyForCharts(t *testing.T) {
 		}
 		last[step.path] = snap
 	}
-}
-
-// capsChart is a chart that reads the cluster: .Capabilities and values
-// a Guard takes from ConfigMaps and Secrets.
-func capsChart() fstest.MapFS {
-	return fstest.MapFS{
-		"c/Chart.yaml":  {Data: []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n")},
-		"c/values.yaml": {Data: []byte("color: red\nsize: s\ndb:\n  user: app\n  password: \"\"\n")},
-		"c/templates/cm.yaml": {Data: []byte(`apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  labels:
-    app: c
-data:
-  color: {{ .Values.color | quote }}
-  size: {{ .Values.size | quote }}
-  user: {{ .Values.db.user | quote }}
-  password: {{ .Values.db.password | quote }}
-  kube: {{ .Capabilities.KubeVersion.Version | quote }}
-  minor: {{ .Capabilities.KubeVersion.Minor | quote }}
-  {{- if .Capabilities.APIVersions.Has "example.com/v1/Widget" }}
-  widgets: "yes"
-  {{- end }}
-`)},
-		"c/templates/deploy.yaml": {Data: []byte(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  template:
-    spec:
-      containers:
-      - name: web
-        image: web:1
-`)},
-	}
-}
-
-func capsSettings(t *testing.T, objs []*render.Object) map[string]any {
-	t.Helper()
-	for _, o := range objs {
-		if o.Key.Kind == "ConfigMap" && o.Key.Name == "settings" {
-			d, _, _ := unstructured.NestedMap(o.Obj().Object, "data")
-			return d
-		}
-	}
-	t.Fatalf("no ConfigMap settings among %d objects", len(objs))
-	return nil
 }

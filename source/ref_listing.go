@@ -13,7 +13,8 @@ import (
 // Request.ListingMaxAge covers its age resolves with it instead of asking
 // the remote again: the Guards of a repository reconciled within a short
 // window (a push to a repository of many Guards, many Guards created at
-// once) cost one listing, not one each. A push drops it (forget), so a
+// once) cost one listing, not one each. So does a Fetch whose
+// Request.ListingSince is no later than when the listing began. A push drops it (forget), so a
 // Fetch after a push notification always sees the pushed revision.
 type refListing struct {
 	mu   sync.Mutex
@@ -25,11 +26,12 @@ type refListing struct {
 }
 
 // get returns the kept listing when it began at most maxAge ago (maxAge >
-// 0), else lists with list and keeps the result. Listings are never
-// modified after they are kept: callers only read them.
-func (l *refListing) get(maxAge time.Duration, list func() ([]*plumbing.Reference, error)) ([]*plumbing.Reference, error) {
+// 0) or at or after since (not zero), else lists with list and keeps the
+// result. Listings are never modified after they are kept: callers only
+// read them.
+func (l *refListing) get(maxAge time.Duration, since time.Time, list func() ([]*plumbing.Reference, error)) ([]*plumbing.Reference, error) {
 	l.mu.Lock()
-	if maxAge > 0 && l.refs != nil && time.Since(l.at) <= maxAge {
+	if l.refs != nil && ((maxAge > 0 && time.Since(l.at) <= maxAge) || (!since.IsZero() && !l.at.Before(since))) {
 		refs := l.refs
 		l.mu.Unlock()
 		return refs, nil

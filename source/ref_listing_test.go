@@ -63,6 +63,50 @@ func TestListingReused(t *testing.T) {
 	}
 }
 
+// TestListingSince: a Fetch with ListingSince resolves with a listing that
+// began at or after it, however old, and lists the remote itself when the
+// kept listing began before it; a push (ForgetListings) still makes the
+// next Fetch list.
+func TestListingSince(t *testing.T) {
+	gs := newGitServer(t)
+	repo, err := gs.NewRepo("queued")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := gs.url("queued")
+	first := mustPush(t, repo, map[string]string{"apps/a/cm.yaml": configMap("a"), "apps/b/cm.yaml": configMap("b")}, "first")
+	const list = "GET /queued.git/info/refs?service=git-upload-pack"
+	f := NewGitFetcher(t.TempDir(), logr.Discard())
+	fetch := func(path string, since time.Time, want string) []string {
+		t.Helper()
+		rev, snap, err := f.Fetch(t.Context(), Request{URL: url, Ref: "main", Path: path, ListingSince: since})
+		if err != nil || rev != want || len(snap.Objects) != 1 {
+			t.Fatalf("fetch %s = %s %v, want %s", path, rev, err, want)
+		}
+		return gs.takeRequests()
+	}
+
+	gs.takeRequests()
+	queued := time.Now() // both Guards queued before the first listing
+	fetch("apps/a", queued, first)
+	if got := fetch("apps/b", queued, first); len(got) != 0 {
+		t.Fatalf("a fetch queued before the kept listing began made %q", got)
+	}
+
+	second := mustPush(t, repo, map[string]string{"apps/a/cm.yaml": configMap("a2")}, "second")
+	// Queued after the kept listing began (the push was not announced):
+	// the remote is asked, and the pushed revision found.
+	if got := fetch("apps/a", time.Now(), second); len(got) == 0 || got[0] != list {
+		t.Fatalf("a fetch queued after the kept listing made %q, want a listing first", got)
+	}
+	// A push notification drops the listing, whatever ListingSince says.
+	third := mustPush(t, repo, map[string]string{"apps/b/cm.yaml": configMap("b3")}, "third")
+	f.ForgetListings([]string{url})
+	if got := fetch("apps/b", queued, third); len(got) == 0 || got[0] != list {
+		t.Fatalf("the first fetch after a push made %q, want a listing first", got)
+	}
+}
+
 // TestListingNotSharedAcrossCredentials: a listing made with credentials is
 // never what a Fetch with other credentials, or none, resolves with: each
 // lists the remote itself, and the server refuses those without the
@@ -108,7 +152,7 @@ func TestListingForgottenWhileListing(t *testing.T) {
 		return listing, nil
 	}
 	for want := 1; want <= 3; want++ {
-		refs, err := l.get(time.Hour, list)
+		refs, err := l.get(time.Hour, time.Time{}, list)
 		if err != nil || len(refs) != 1 {
 			t.Fatalf("get = %v %v", refs, err)
 		}

@@ -437,7 +437,7 @@ func (v *Validator) undecided(ctx context.Context, req *admissionv1.AdmissionReq
 	rec := audit.Record{
 		Type: audit.Decision, Guard: guard, User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
 		Operation: operationName(req), Object: audit.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: req.Namespace, Name: req.Name},
-		Action: failureAction(resp), Reason: v.failureReason(), Rule: failurePolicyRule,
+		Action: failureAction(resp), Reason: v.failureReason(), Rule: decision.RuleFailurePolicy,
 		PolicyRevision: v.Policy.Revision(), Source: audit.SourceOf(src),
 		RequestUID: string(req.UID), DryRun: req.DryRun != nil && *req.DryRun, Error: why.Error(),
 	}
@@ -450,10 +450,6 @@ func (v *Validator) undecided(ctx context.Context, req *admissionv1.AdmissionReq
 	v.Audit.Log(context.WithoutCancel(ctx), rec)
 	return reviewed{resp: resp}
 }
-
-// failurePolicyRule is the rule of a decision the failure policy made
-// because the policy failed (an error, no decision, a timeout).
-const failurePolicyRule = "failure-policy"
 
 // failureAction is the recorded action of an undecided response.
 func failureAction(r *admissionv1.AdmissionResponse) string {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/render"
 )
@@ -296,7 +297,7 @@ decision := {"action": "allow", "reason": "slow"} if {
 		if !failClosed {
 			want = "allow"
 		}
-		if rec.Type != audit.Decision || rec.Action != want || rec.Rule != "failure-policy" || !strings.Contains(rec.Error, "timed out") ||
+		if rec.Type != audit.Decision || rec.Action != want || rec.Rule != decision.RuleFailurePolicy || !strings.Contains(rec.Error, "timed out") ||
 			len(rec.Fields) != 1 || rec.Fields[0].Path != "/spec/replicas" {
 			t.Fatalf("failClosed=%v: record %+v", failClosed, rec)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/compiled"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/policy"
 )
 
@@ -50,7 +51,7 @@ const validationFailureAnnotation = "validation.policy.admission.k8s.io/validati
 
 // compiledRule is the rule of the default policy the compiled policies
 // decide a change of a managed object by.
-const compiledRule = "managed-by-git"
+const compiledRule = decision.RuleManagedByGit
 
 // apiServerDecision reads one line of the API server's audit log that has
 // a compiled policy's denial (or warning), as a decision record whose policy

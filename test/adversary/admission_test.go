@@ -18,6 +18,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -221,7 +222,7 @@ func TestControllerFightStops(t *testing.T) {
 		t.Fatal("the guard kept fighting the controller")
 	}
 	rec := h.Audit.Wait(t, 10*time.Second, "fight record", func(r audit.Record) bool {
-		return r.Guard == repo.Guard && r.Rule == "fight-detected"
+		return r.Guard == repo.Guard && r.Rule == decision.RuleFightDetected
 	})
 	if rec.User != operator || !strings.Contains(rec.Reason, operator) || !strings.Contains(rec.Reason, "managedFieldsManagers") || !strings.Contains(rec.Reason, "users") {
 		t.Fatalf("fight record must name the controller and the rule to add: %+v", rec)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -112,13 +113,13 @@ func TestForgedIdentityIsUnknown(t *testing.T) {
 	}
 	waitGreeting(t, ns, "from git")
 	rec := h.Audit.Wait(t, 10*time.Second, "drift record", func(r audit.Record) bool {
-		return r.Guard == repo.Guard && r.Type == audit.Drift && r.Rule != "break-glass"
+		return r.Guard == repo.Guard && r.Type == audit.Drift && r.Rule != decision.RuleBreakGlass
 	})
 	if rec.User != "unknown" || rec.Manager != "kube-controller-manager" || rec.Action != "revert" {
 		t.Fatalf("drift record: user %q manager %q action %q rule %q", rec.User, rec.Manager, rec.Action, rec.Rule)
 	}
 	for _, r := range h.Audit.Find(func(r audit.Record) bool { return r.Guard == repo.Guard }) {
-		if r.User == "bob" || r.User == "system:kube-controller-manager" || r.Rule == "break-glass" {
+		if r.User == "bob" || r.User == "system:kube-controller-manager" || r.Rule == decision.RuleBreakGlass {
 			t.Fatalf("a forged identity was believed: %+v", r)
 		}
 	}
@@ -135,7 +136,7 @@ func TestEditorCannotStopSelfHeal(t *testing.T) {
 		}
 		waitGreeting(t, ns, "from git")
 	}
-	if recs := h.Audit.Find(func(r audit.Record) bool { return r.Guard == repo.Guard && r.Rule == "fight-detected" }); len(recs) > 0 {
+	if recs := h.Audit.Find(func(r audit.Record) bool { return r.Guard == repo.Guard && r.Rule == decision.RuleFightDetected }); len(recs) > 0 {
 		t.Fatalf("eve made the guard stop reverting: %+v", recs[0])
 	}
 }

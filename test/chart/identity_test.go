@@ -125,7 +125,7 @@ func TestRBACPerGuardIdentity(t *testing.T) {
 		}
 		msg = c.Message
 		for _, want := range []string{"service account " + releaseNS + "/team-a", "--default-service-account", "configmaps in namespace team-b"} {
-			if c.Status != metav1.ConditionFalse || c.Reason != "Forbidden" || !strings.Contains(c.Message, want) {
+			if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonForbidden || !strings.Contains(c.Message, want) {
 				return fmt.Errorf("Ready %s %s: %q lacks %q", c.Status, c.Reason, c.Message, want)
 			}
 		}

@@ -14,32 +14,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftguard/driftguard/definitions"
-	"github.com/driftguard/driftguard/drift"
 	"github.com/driftguard/driftguard/drift/schemas"
 	"github.com/driftguard/driftguard/test/wait"
 )
-
-const followedCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: sprockets.follow.driftguard.io}
-spec:
-  group: follow.driftguard.io
-  scope: Namespaced
-  names: {plural: sprockets, singular: sprocket, kind: Sprocket, listKind: SprocketList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              tags: {type: array, x-kubernetes-list-type: set, items: {type: string}}
-`
 
 // TestDefinitionChangedOutOfBand: a CRD that someone else changes while
 // the guard runs (here the test's own client, as kubectl would) is
@@ -64,27 +41,16 @@ func TestDefinitionChangedOutOfBand(t *testing.T) {
 	go func() { done <- f.Start(ctx) }()
 	defer func() { cancel(); <-done }()
 
+	gk := schema.GroupKind{Group: "follow.driftguard.io", Kind: "Sprocket"}
+	gvk := gk.WithVersion("v1")
 	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal([]byte(followedCRD), &crd); err != nil {
+	if err := yaml.Unmarshal([]byte(tagsCRD(gk)), &crd); err != nil {
 		t.Fatal(err)
 	}
 	if err := admin.Create(ctx, &crd); err != nil {
 		t.Fatalf("create the definition: %v", err)
 	}
-	gk := schema.GroupKind{Group: "follow.driftguard.io", Kind: "Sprocket"}
-	gvk := gk.WithVersion("v1")
-	desired := map[string]any{"apiVersion": "follow.driftguard.io/v1", "kind": "Sprocket", "spec": map[string]any{"tags": []any{"a", "b"}}}
-	live := map[string]any{"apiVersion": "follow.driftguard.io/v1", "kind": "Sprocket", "spec": map[string]any{"tags": []any{"b", "a"}}}
-	// Reordered tags: no drift while the list is a set, drift once atomic.
-	drifts := func(want bool) {
-		t.Helper()
-		wait.Eventually(t, 60*time.Second, fmt.Sprintf("reordered tags drift %v", want), func() error {
-			if got := drift.Compare(desired, live, drift.Options{Schema: cache.For(gvk)}); (len(got) != 0) != want {
-				return fmt.Errorf("drift %v", got)
-			}
-			return nil
-		})
-	}
+	drifts := func(want bool) { t.Helper(); tagsDrift(t, cache, gvk, want) }
 	drifts(false)
 	preferred := func(want string) {
 		t.Helper()

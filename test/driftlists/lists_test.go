@@ -265,14 +265,28 @@ func TestSchemaOfNewDefinition(t *testing.T) {
 	if s := a.Schemas.For(gvk); s != nil {
 		t.Fatal("a schema for a kind not served")
 	}
-	crd := object(t, `
+	crd := object(t, tagsCRD(gvk.GroupKind()))
+	apply(t, a, crd) // waits until established, then Forget
+	drifts := func(want bool) { t.Helper(); tagsDrift(t, a.Schemas, gvk, want) }
+	drifts(false) // a set
+	// The definition changes the list to atomic: read again.
+	crd.Obj().Object["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["spec"].(map[string]any)["properties"].(map[string]any)["tags"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
+	apply(t, a, crd)
+	drifts(true)
+}
+
+// tagsCRD is the definition of kind gk, namespaced and served as v1, whose
+// spec.tags is a list of strings of type set.
+func tagsCRD(gk schema.GroupKind) string {
+	singular := strings.ToLower(gk.Kind)
+	return fmt.Sprintf(`
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: gizmos.new.driftguard.io}
+metadata: {name: %[1]ss.%[2]s}
 spec:
-  group: new.driftguard.io
+  group: %[2]s
   scope: Namespaced
-  names: {plural: gizmos, singular: gizmo, kind: Gizmo, listKind: GizmoList}
+  names: {plural: %[1]ss, singular: %[1]s, kind: %[3]s, listKind: %[3]sList}
   versions:
   - name: v1
     served: true
@@ -285,22 +299,22 @@ spec:
             type: object
             properties:
               tags: {type: array, x-kubernetes-list-type: set, items: {type: string}}
-`)
-	apply(t, a, crd) // waits until established, then Forget
-	desired := map[string]any{"apiVersion": "new.driftguard.io/v1", "kind": "Gizmo", "spec": map[string]any{"tags": []any{"a", "b"}}}
-	live := map[string]any{"apiVersion": "new.driftguard.io/v1", "kind": "Gizmo", "spec": map[string]any{"tags": []any{"b", "a"}}}
-	drifts := func(want bool) {
-		t.Helper()
-		wait.Eventually(t, 30*time.Second, fmt.Sprintf("reordered tags drift %v", want), func() error {
-			if got := drift.Compare(desired, live, drift.Options{Schema: a.Schemas.For(gvk)}); (len(got) != 0) != want {
-				return fmt.Errorf("drift %v", got)
-			}
-			return nil
-		})
+`, singular, gk.Group, gk.Kind)
+}
+
+// tagsDrift waits until an object of gvk whose spec.tags Git and the
+// cluster hold in other orders is drift (want) or not, by the schema the
+// cache gives: no drift while the list is a set, drift once atomic.
+func tagsDrift(t *testing.T, cache *schemas.Cache, gvk schema.GroupVersionKind, want bool) {
+	t.Helper()
+	obj := func(tags ...any) map[string]any {
+		return map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "spec": map[string]any{"tags": tags}}
 	}
-	drifts(false) // a set
-	// The definition changes the list to atomic: read again.
-	crd.Obj().Object["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["spec"].(map[string]any)["properties"].(map[string]any)["tags"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
-	apply(t, a, crd)
-	drifts(true)
+	desired, live := obj("a", "b"), obj("b", "a")
+	wait.Eventually(t, 60*time.Second, fmt.Sprintf("reordered tags drift %v", want), func() error {
+		if got := drift.Compare(desired, live, drift.Options{Schema: cache.For(gvk)}); (len(got) != 0) != want {
+			return fmt.Errorf("drift %v", got)
+		}
+		return nil
+	})
 }

@@ -77,7 +77,7 @@ func TestForceReplacesImmutableChanges(t *testing.T) {
 	})
 	waitValue(t, ns, "cm", "two")
 	// The other Job fails; the Guard says which, and after the retry limit it is Stalled.
-	g := waitCondition(t, repo.Guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, "PartiallySynced", "gave up after 2 retries")
+	g := waitCondition(t, repo.Guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonPartiallySynced, "gave up after 2 retries")
 	if len(g.Status.Failed) != 1 || g.Status.Failed[0].Kind != "Job" || g.Status.Failed[0].Name != "plain" || !strings.Contains(g.Status.Failed[0].Error, "plain.yaml") {
 		t.Fatalf("status.failed = %+v, want the plain Job with its file", g.Status.Failed)
 	}
@@ -159,7 +159,7 @@ spec:
 		func(s *v1alpha1.GuardSpec) {
 			s.Retry = &v1alpha1.RetryPolicy{Backoff: &v1alpha1.Backoff{Duration: &metav1.Duration{Duration: time.Second}}}
 		})
-	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "PartiallySynced", "1 of 3 objects failed")
+	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPartiallySynced, "1 of 3 objects failed")
 	waitValue(t, ns, "cm", "one")
 	if len(g.Status.Failed) != 1 || !strings.Contains(g.Status.Failed[0].Error, "svc.yaml") {
 		t.Fatalf("status.failed = %+v", g.Status.Failed)

@@ -167,7 +167,7 @@ func TestTwoGuardsOneObject(t *testing.T) {
 	wait.Eventually(t, 30*time.Second, "second guard reports the conflict", func() error {
 		g := h.Guard(t, second.Guard)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
-		if c == nil || c.Reason != "ObjectConflict" || !strings.Contains(c.Message, "guard shared-a") {
+		if c == nil || c.Reason != v1alpha1.ReasonObjectConflict || !strings.Contains(c.Message, "guard shared-a") {
 			return fmt.Errorf("ready = %+v", c)
 		}
 		return nil

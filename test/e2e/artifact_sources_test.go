@@ -90,7 +90,7 @@ func noDownloadWhileUnchanged(t *testing.T, f *sourceserver.Front, metadata stri
 func downAndBack(t *testing.T, guard string, f *sourceserver.Front, applied, ns, cm, value string) {
 	t.Helper()
 	f.Stop()
-	g := waitCondition(t, guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "FetchFailed", "stays in force")
+	g := waitCondition(t, guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "stays in force")
 	t.Logf("server down: %s", findCondition(g, v1alpha1.ConditionReady).Message)
 	if g.Status.LastAppliedRevision != applied {
 		t.Fatalf("applied revision %s while the server is down, want %s", g.Status.LastAppliedRevision, applied)
@@ -117,7 +117,7 @@ func badCredentials(t *testing.T, guard string, ref *v1alpha1.SecretReference, f
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("check the credentials in Secret %s/%s (%s.secretRef)", ref.Namespace, ref.Name, field)
-	g := waitCondition(t, guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "FetchFailed", want)
+	g := waitCondition(t, guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, want)
 	msg := findCondition(g, v1alpha1.ConditionReady).Message
 	if strings.Contains(msg, string(good)) {
 		t.Fatalf("the condition shows a credential: %s", msg)
@@ -178,7 +178,7 @@ func TestOCISource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := waitCondition(t, guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RenderFailed", reg.URL("deploy")+":stable@"+bad+": layer sha256:")
+	g := waitCondition(t, guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonRenderFailed, reg.URL("deploy")+":stable@"+bad+": layer sha256:")
 	if g.Status.LastAppliedRevision != rev2 || !strings.Contains(findCondition(g, v1alpha1.ConditionStalled).Message, "not a gzip archive") {
 		t.Fatalf("after a corrupt artifact: revision %s, %+v", g.Status.LastAppliedRevision, g.Status.Conditions)
 	}
@@ -237,7 +237,7 @@ func TestHelmRepositorySource(t *testing.T) {
 	if err := os.WriteFile(repo.Archive("demo", "0.3.0"), []byte("truncated"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g := waitCondition(t, guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "FetchFailed", repo.URL()+"/demo-0.3.0.tgz: the archive has digest")
+	g := waitCondition(t, guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, repo.URL()+"/demo-0.3.0.tgz: the archive has digest")
 	if g.Status.LastAppliedRevision != rev2 {
 		t.Fatalf("applied revision %s, want %s", g.Status.LastAppliedRevision, rev2)
 	}
@@ -315,7 +315,7 @@ func TestBucketSource(t *testing.T) {
 	if err := m.Put(ctx, "infra", "apps/broken.yaml", "kind: [\n"); err != nil {
 		t.Fatal(err)
 	}
-	g := waitCondition(t, guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RenderFailed", "apps/broken.yaml")
+	g := waitCondition(t, guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonRenderFailed, "apps/broken.yaml")
 	if g.Status.LastAppliedRevision != rev2 {
 		t.Fatalf("applied revision %s, want %s", g.Status.LastAppliedRevision, rev2)
 	}

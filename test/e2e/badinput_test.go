@@ -118,7 +118,7 @@ func TestUnreachableGitLeavesEverythingInPlace(t *testing.T) {
 	_ = front.Close()
 	wait.Eventually(t, 60*time.Second, "guard reports the fetch failure", func() error {
 		ready := meta.FindStatusCondition(h.Guard(t, g.Name).Status.Conditions, v1alpha1.ConditionReady)
-		if ready == nil || ready.Reason != "FetchFailed" {
+		if ready == nil || ready.Reason != v1alpha1.ReasonFetchFailed {
 			return fmt.Errorf("ready = %+v", ready)
 		}
 		return nil

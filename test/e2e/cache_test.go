@@ -41,7 +41,7 @@ func TestPrivateRepositoryNotShared(t *testing.T) {
 		t.Cleanup(func() { _ = h.Admin.Delete(context.Background(), g) })
 	}
 	guard("cache-pinned", url, a.Initial)
-	b := waitCondition(t, "cache-pinned", v1alpha1.ConditionReady, metav1.ConditionFalse, "FetchFailed", "authentication required")
+	b := waitCondition(t, "cache-pinned", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "authentication required")
 	if b.Status.LastAppliedRevision != "" || b.Status.ManagedObjects != 0 {
 		t.Fatalf("guard without credentials applied %q (%d objects)", b.Status.LastAppliedRevision, b.Status.ManagedObjects)
 	}
@@ -51,8 +51,8 @@ func TestPrivateRepositoryNotShared(t *testing.T) {
 		t.Fatalf("A's repository is not where the test looks: %v", err)
 	}
 	guard("cache-file", "file://"+cached, "main")
-	waitCondition(t, "cache-file", v1alpha1.ConditionReady, metav1.ConditionFalse, "FetchFailed", "spec.git.url \"file://"+cached+"\" is on the guard's own disk")
+	waitCondition(t, "cache-file", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "spec.git.url \"file://"+cached+"\" is on the guard's own disk")
 	guard("cache-path", cached, "main")
-	waitCondition(t, "cache-path", v1alpha1.ConditionReady, metav1.ConditionFalse, "FetchFailed", "start driftguard run with --allow-local-sources")
+	waitCondition(t, "cache-path", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "start driftguard run with --allow-local-sources")
 	waitValue(t, ns, "cm", "private")
 }

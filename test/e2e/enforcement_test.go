@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -65,7 +66,7 @@ func TestDryRunEnforcementRecordsWhatWouldBeDenied(t *testing.T) {
 	rec := h.Audit.Wait(t, 10*time.Second, "dryrun decision", func(r audit.Record) bool {
 		return r.Type == audit.Decision && r.Guard == repo.Guard
 	})
-	if rec.Rule != "managed-by-git" || !strings.Contains(rec.Reason, "dryrun") || rec.User != "alice" {
+	if rec.Rule != decision.RuleManagedByGit || !strings.Contains(rec.Reason, "dryrun") || rec.User != "alice" {
 		t.Fatalf("decision record must say what would have been denied: %+v", rec)
 	}
 	waitValue(t, ns, "cm", "git")
@@ -83,7 +84,7 @@ func TestEnforcementOffInGit(t *testing.T) {
 		t.Fatalf("enforcement off must admit: %s", out)
 	}
 	h.Audit.Wait(t, 10*time.Second, "accepted drift", func(r audit.Record) bool {
-		return r.Type == audit.Drift && r.Guard == repo.Guard && r.Rule == "enforcement-off" && r.Action == "allow"
+		return r.Type == audit.Drift && r.Guard == repo.Guard && r.Rule == decision.RuleEnforcementOff && r.Action == "allow"
 	})
 	waitValue(t, ns, "cm", "hand")
 }
@@ -111,20 +112,20 @@ func TestBreakGlass(t *testing.T) {
 	}
 	start := time.Now()
 	dec := h.Audit.Wait(t, 10*time.Second, "break-glass decision", func(r audit.Record) bool {
-		return r.Type == audit.Decision && r.Guard == repo.Guard && r.Rule == "break-glass"
+		return r.Type == audit.Decision && r.Guard == repo.Guard && r.Rule == decision.RuleBreakGlass
 	})
 	if dec.User != "sam" || dec.Action != "allow" || !strings.Contains(dec.Reason, "INC-42") {
 		t.Fatalf("break-glass decision must name user and reason: %+v", dec)
 	}
 	h.Audit.Wait(t, 10*time.Second, "break-glass drift kept", func(r audit.Record) bool {
-		return r.Type == audit.Drift && r.Guard == repo.Guard && r.Rule == "break-glass" && r.User == "sam"
+		return r.Type == audit.Drift && r.Guard == repo.Guard && r.Rule == decision.RuleBreakGlass && r.User == "sam"
 	})
 	waitValue(t, ns, "cm", "git") // after the TTL
 	if time.Since(start) < 3*time.Second {
 		t.Fatalf("break-glass change reverted after %s, before its TTL", time.Since(start))
 	}
 	h.Audit.Wait(t, 10*time.Second, "revert after TTL", func(r audit.Record) bool {
-		return r.Type == audit.Revert && r.Guard == repo.Guard && r.Rule == "break-glass-expired"
+		return r.Type == audit.Revert && r.Guard == repo.Guard && r.Rule == decision.RuleBreakGlassExpired
 	})
 	wait.Eventually(t, 10*time.Second, "break-glass annotation cleared", func() error {
 		cm, err := getConfigMap(t, ns, "cm")

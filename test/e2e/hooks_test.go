@@ -87,7 +87,7 @@ func TestHooksAreNotGuarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo.Change(t, "the hook again", map[string]string{"apps/hook.yaml": hook})
-	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "HookFailed", "did not create as this hook")
+	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonHookFailed, "did not create as this hook")
 	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err != nil || cm.UID != planted.UID || cm.Data["value"] != "planted" {
 		t.Fatalf("the guard deleted or replaced an object it did not create, labelled as its hook: %v %v", err, cm.Data)
 	}
@@ -106,7 +106,7 @@ func TestHooksAloneAreAnEmptyRevision(t *testing.T) {
 	})
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 	repo.Change(t, "leave only the hook", nil, "ns.yaml", "a.yaml")
-	waitCondition(t, repo.Guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, "EmptyRevision", "renders only hooks")
+	waitCondition(t, repo.Guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonEmptyRevision, "renders only hooks")
 	if _, err := getConfigMap(t, ns, "a"); err != nil {
 		t.Fatalf("a revision of hooks alone pruned the managed ConfigMap: %v", err)
 	}

@@ -51,7 +51,7 @@ func TestBadIgnoreRuleStallsTheGuard(t *testing.T) {
 	wait.Eventually(t, 30*time.Second, "guard stalls on the bad rule", func() error {
 		g := h.Guard(t, repo.Guard)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
-		if c == nil || c.Reason != "InvalidIgnoreRule" {
+		if c == nil || c.Reason != v1alpha1.ReasonInvalidIgnoreRule {
 			return fmt.Errorf("conditions %+v", g.Status.Conditions)
 		}
 		if !strings.Contains(c.Message, "bad-rule") || !strings.Contains(c.Message, "ignore[1].jqPathExpressions[0]") {

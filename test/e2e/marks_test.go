@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -125,7 +126,7 @@ spec:
 `
 	repo := h.NewGuard(t, "partial-status", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "one"), "svc.yaml": bad},
 		func(s *v1alpha1.GuardSpec) { s.Enforcement = v1alpha1.EnforcementWarn })
-	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "PartiallySynced", "1 of 3 objects failed")
+	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPartiallySynced, "1 of 3 objects failed")
 	var g *v1alpha1.Guard
 	wait.Eventually(t, 30*time.Second, "status of what is applied", func() error {
 		g = h.Guard(t, repo.Guard)
@@ -138,7 +139,7 @@ spec:
 			return fmt.Errorf("managedObjects %d, want 2", g.Status.ManagedObjects)
 		case !slices.Contains(kinds, "Namespace") || !slices.Contains(kinds, "ConfigMap"):
 			return fmt.Errorf("inventory %v", kinds)
-		case g.Status.Health != "Missing" || len(g.Status.Unhealthy) != 1 || g.Status.Unhealthy[0].Name != "bad":
+		case g.Status.Health != string(health.Missing) || len(g.Status.Unhealthy) != 1 || g.Status.Unhealthy[0].Name != "bad":
 			return fmt.Errorf("health %q unhealthy %+v", g.Status.Health, g.Status.Unhealthy)
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -85,7 +86,7 @@ func TestOrphanCreate(t *testing.T) {
 	rec := h.Audit.Wait(t, 10*time.Second, "orphan decision record", func(r audit.Record) bool {
 		return r.Type == audit.Decision && r.Orphan && r.Object.Name == "by-hand"
 	})
-	if rec.Action != "warn" || rec.Rule != "orphan" || rec.Guard != "orphans" || len(rec.PolicyInput) == 0 {
+	if rec.Action != "warn" || rec.Rule != decision.RuleOrphan || rec.Guard != "orphans" || len(rec.PolicyInput) == 0 {
 		t.Fatalf("orphan record: %+v", rec)
 	}
 

@@ -90,7 +90,7 @@ func TestSSHSourceWithKnownHosts(t *testing.T) {
 	bad := h.NewGuard(t, "ssh-wrong-host", false, map[string]string{"cm.yaml": configMap(ns, "other", "x")},
 		func(s *v1alpha1.GuardSpec) { s.Git.SecretRef = wrong })
 	updateGuard(t, bad.Guard, func(s *v1alpha1.GuardSpec) { s.Git.URL = srv.URL("ssh-wrong-host") })
-	waitCondition(t, bad.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "FetchFailed", "host key")
+	waitCondition(t, bad.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "host key")
 }
 
 // updateGuard changes a Guard's spec, retrying on conflicts with the
@@ -149,7 +149,7 @@ func TestHTTPSBasicAuth(t *testing.T) {
 			s.Git.URL = "http://" + ln.Addr().String() + "/basic-auth.git"
 			s.Git.SecretRef = good
 		})
-	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "AuthFailed",
+	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAuthFailed,
 		"guard basic-auth: spec.git.secretRef basic-creds/git: the username and password (basic auth) would go in clear text to http://"+ln.Addr().String()+": use an https:// URL")
 	if msg := findCondition(g, v1alpha1.ConditionReady).Message; strings.Contains(msg, "s3cret") {
 		t.Fatalf("the condition shows the password: %s", msg)
@@ -161,10 +161,10 @@ func TestHTTPSBasicAuth(t *testing.T) {
 
 	wrong := secret(t, "basic-wrong", "git", map[string][]byte{"username": []byte("deploy"), "password": []byte("guess")})
 	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.Git.SecretRef = wrong })
-	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "FetchFailed", "basic-wrong/git")
+	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "basic-wrong/git")
 	missing := &v1alpha1.SecretReference{Namespace: "basic-wrong", Name: "absent"}
 	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.Git.SecretRef = missing })
-	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "AuthFailed", "basic-wrong/absent")
+	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAuthFailed, "basic-wrong/absent")
 	if n := plainRequests.Load(); n != 0 {
 		t.Fatalf("the plain HTTP server was asked %d times", n)
 	}

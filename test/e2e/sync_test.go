@@ -52,7 +52,7 @@ func TestManualSync(t *testing.T) {
 	const ns = "manual-sync"
 	repo := h.NewGuard(t, "manual-sync", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "one")},
 		func(s *v1alpha1.GuardSpec) { s.Sync = v1alpha1.SyncManual; s.Enforcement = v1alpha1.EnforcementDryRun })
-	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, "ManualSyncRequired", "driftguard sync manual-sync")
+	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonManualSyncRequired, "driftguard sync manual-sync")
 	if g.Status.PendingRevision != repo.Initial {
 		t.Fatalf("pendingRevision = %q, want %s", g.Status.PendingRevision, repo.Initial)
 	}
@@ -68,7 +68,7 @@ func TestManualSync(t *testing.T) {
 	waitValue(t, ns, "cm", "one")
 
 	second := repo.Change(t, "two", map[string]string{"cm.yaml": configMap(ns, "cm", "two")})
-	g = waitCondition(t, repo.Guard, v1alpha1.ConditionInSync, metav1.ConditionFalse, "ManualSyncRequired", second[:7])
+	g = waitCondition(t, repo.Guard, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonManualSyncRequired, second[:7])
 	if g.Status.PendingRevision != second || g.Status.LastAppliedRevision != repo.Initial {
 		t.Fatalf("pending %q applied %q, want %s pending and %s applied", g.Status.PendingRevision, g.Status.LastAppliedRevision, second, repo.Initial)
 	}
@@ -95,7 +95,7 @@ func TestSyncWindow(t *testing.T) {
 		s.SyncWindows = []v1alpha1.SyncWindow{{Kind: "deny", Schedule: "* * * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Europe/Berlin", ManualSync: true}}
 	})
 	second := repo.Change(t, "two", map[string]string{"cm.yaml": configMap(ns, "cm", "two")})
-	got := waitCondition(t, repo.Guard, v1alpha1.ConditionInSync, metav1.ConditionFalse, "SyncWindowClosed", `deny window "* * * * *" (1h0m0s, Europe/Berlin) is open until`)
+	got := waitCondition(t, repo.Guard, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonSyncWindowClosed, `deny window "* * * * *" (1h0m0s, Europe/Berlin) is open until`)
 	if got.Status.PendingRevision != second {
 		t.Fatalf("pendingRevision = %q, want %s", got.Status.PendingRevision, second)
 	}
@@ -161,7 +161,7 @@ func TestEmptyRevisionPrunesNothingUnlessAllowed(t *testing.T) {
 	repo := h.NewGuard(t, "allow-empty", true, map[string]string{"a.yaml": configMap(ns, "a", "one"), "b.yaml": configMap(ns, "b", "one"), "README.md": "x"})
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 	empty := repo.Change(t, "remove everything", nil, "a.yaml", "b.yaml")
-	waitCondition(t, repo.Guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, "EmptyRevision", "renders no objects")
+	waitCondition(t, repo.Guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonEmptyRevision, "renders no objects")
 	for _, name := range []string{"a", "b"} {
 		if _, err := getConfigMap(t, ns, name); err != nil {
 			t.Fatalf("an empty revision deleted %s: %v", name, err)

@@ -53,7 +53,7 @@ func TestFailedRevisionAfterRestart(t *testing.T) {
 			return err
 		}
 		stalled := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled)
-		if stalled == nil || stalled.Reason != "RenderFailed" || !strings.Contains(stalled.Message, "cms/broken.yaml") || !strings.Contains(stalled.Message, "(failed before; tried again at ") {
+		if stalled == nil || stalled.Reason != v1alpha1.ReasonRenderFailed || !strings.Contains(stalled.Message, "cms/broken.yaml") || !strings.Contains(stalled.Message, "(failed before; tried again at ") {
 			return fmt.Errorf("Stalled %+v", stalled)
 		}
 		if f := got.Status.RenderFailure; f == nil || f.Failures != 1 || !f.LastFailure.Equal(&first.LastFailure) {

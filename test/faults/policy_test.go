@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/policy"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -61,7 +62,7 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 		})
 		return tokens[len(tokens)-1]
 	}
-	decision := func(token string) audit.Record {
+	decisionOf := func(token string) audit.Record {
 		t.Helper()
 		var rec audit.Record
 		wait.Eventually(t, 10*time.Second, "decision record of "+token, func() error {
@@ -75,8 +76,8 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 		return rec
 	}
 
-	good := decision(try("denied by the policy", `"managed-by-git"`))
-	if good.Rule != "managed-by-git" || good.PolicyRevision == "" {
+	good := decisionOf(try("denied by the policy", `"managed-by-git"`))
+	if good.Rule != decision.RuleManagedByGit || good.PolicyRevision == "" {
 		t.Fatalf("decision of the good policy: %+v", good)
 	}
 
@@ -90,8 +91,8 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 		}
 		return fmt.Errorf("no log line about broken.rego")
 	})
-	kept := decision(try("still denied by the last good policy", `"managed-by-git"`))
-	if kept.Rule != "managed-by-git" || kept.PolicyRevision != good.PolicyRevision {
+	kept := decisionOf(try("still denied by the last good policy", `"managed-by-git"`))
+	if kept.Rule != decision.RuleManagedByGit || kept.PolicyRevision != good.PolicyRevision {
 		t.Fatalf("after a broken policy: %+v, want rule managed-by-git of revision %s", kept, good.PolicyRevision)
 	}
 
@@ -104,8 +105,8 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "slow.rego"), []byte(slowPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	slow := decision(try("denied by the failure policy", "timed out"))
-	if slow.Action != "deny" || slow.Rule != "failure-policy" || !strings.Contains(slow.Error, "policy evaluation timed out after 300ms") ||
+	slow := decisionOf(try("denied by the failure policy", "timed out"))
+	if slow.Action != "deny" || slow.Rule != decision.RuleFailurePolicy || !strings.Contains(slow.Error, "policy evaluation timed out after 300ms") ||
 		slow.PolicyRevision == good.PolicyRevision {
 		t.Fatalf("decision under a timing-out policy: %+v", slow)
 	}
@@ -115,8 +116,8 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeDefaultPolicy(t, dir)
-	back := decision(try("denied by the policy again", `"managed-by-git"`))
-	if back.Rule != "managed-by-git" {
+	back := decisionOf(try("denied by the policy again", `"managed-by-git"`))
+	if back.Rule != decision.RuleManagedByGit {
 		t.Fatalf("after restoring the policy: %+v", back)
 	}
 

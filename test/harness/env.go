@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,8 +29,10 @@ type Env struct {
 	// client-go's default 5 QPS limit (EnvOptions.QPS).
 	Admin client.Client
 	Kube  kubernetes.Interface
-	// GuardKubeconfig is the guard's identity, in system:masters.
+	// GuardKubeconfig is the guard's identity, in system:masters;
+	// GuardRESTConfig the same as a client configuration.
 	GuardKubeconfig string
+	GuardRESTConfig *rest.Config
 	// Alice is a person with full RBAC rights (system:masters and dev)
 	// whom the default policy denies.
 	AliceKubeconfig string
@@ -50,6 +53,9 @@ type EnvOptions struct {
 	APIServerFlags map[string]string
 	// QPS of Admin, Kube and Fast (default 1000).
 	QPS float32
+	// Log is the log of the control plane's helpers, and controller-runtime's
+	// (ctrllog.SetLogger); unset, Dir/test.log.
+	Log logr.Logger
 }
 
 // StartEnv starts a control plane and a Git server in o.Dir. Stop it when
@@ -66,12 +72,16 @@ func StartEnv(o EnvOptions) (*Env, error) {
 	if err := config.WriteCRDs(crds); err != nil {
 		return e, fmt.Errorf("write CRDs: %w", err)
 	}
-	logFile, err := os.Create(filepath.Join(o.Dir, "test.log"))
-	if err != nil {
-		return e, err
+	log := o.Log
+	if log.GetSink() == nil {
+		logFile, err := os.Create(filepath.Join(o.Dir, "test.log"))
+		if err != nil {
+			return e, err
+		}
+		log = zap.New(zap.WriteTo(logFile))
 	}
-	log := zap.New(zap.WriteTo(logFile))
 	ctrllog.SetLogger(log)
+	var err error
 	if e.Cluster, err = devenv.Start(context.Background(), devenv.Options{Simulated: o.Simulated, CRDDirs: []string{crds},
 		Dir: filepath.Join(o.Dir, "cluster"), Log: log, APIServerFlags: o.APIServerFlags}); err != nil {
 		return e, fmt.Errorf("start control plane: %w", err)
@@ -79,7 +89,7 @@ func StartEnv(o EnvOptions) (*Env, error) {
 	if e.Git, err = gitserver.Start(filepath.Join(o.Dir, "git")); err != nil {
 		return e, fmt.Errorf("start Git server: %w", err)
 	}
-	if e.GuardKubeconfig, _, err = e.Cluster.AddUser("driftguard", []string{"system:masters"}); err != nil {
+	if e.GuardKubeconfig, e.GuardRESTConfig, err = e.Cluster.AddUser("driftguard", []string{"system:masters"}); err != nil {
 		return e, err
 	}
 	if e.AliceKubeconfig, e.AliceConfig, err = e.Cluster.AddUser("alice", []string{"system:masters", "dev"}); err != nil {

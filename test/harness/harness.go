@@ -18,29 +18,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/config"
-	"github.com/driftguard/driftguard/devenv"
-	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/redact"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
-// Harness is one running control plane, Git server and guard.
+// Harness is one running control plane, Git server and guard: an Env (its
+// Cluster, Git, Admin, AliceKubeconfig, Dir) with the guard running on it.
 type Harness struct {
-	Cluster *devenv.Cluster
-	Git     *gitserver.Server
-	// Admin is a client with full rights (not the guard's identity).
-	Admin client.Client
-	// GuardConfig is the guard's own identity.
+	*Env
+	// GuardConfig is the guard's own identity, its requests counted (APICalls).
 	GuardConfig *rest.Config
-	// Alice is a person with full RBAC rights whom the default policy denies.
-	AliceKubeconfig string
 	// Audit collects every audit record the guard writes to stdout.
 	Audit *Records
 	// AuditFile is where the file sink writes.
@@ -51,7 +43,6 @@ type Harness struct {
 	ReceiverToken string
 	// WebhookConfigName names the guard's webhook configurations.
 	WebhookConfigName string
-	Dir               string
 
 	cancel context.CancelFunc
 	done   chan error
@@ -116,37 +107,27 @@ func Start(o Options) (*Harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Harness{Dir: dir, Audit: &Records{}, AuditFile: filepath.Join(dir, "audit.log")}
-	if err := h.start(o); err != nil {
+	h := &Harness{Audit: &Records{}, AuditFile: filepath.Join(dir, "audit.log")}
+	// As driftguard run does (cmd/driftguard), the process log is scrubbed
+	// of the secret values the guard knows (redact.Secrets).
+	log := zap.New(zap.UseDevMode(false), zap.WriteTo(redact.Secrets.Writer(logWriter(dir))))
+	h.Env, err = StartEnv(EnvOptions{Dir: dir, Simulated: o.Simulated, APIServerFlags: o.APIServerFlags, Log: log})
+	if err == nil {
+		err = h.start(o, log)
+	}
+	if err != nil {
 		h.Stop()
 		return nil, err
 	}
 	return h, nil
 }
 
-func (h *Harness) start(o Options) error {
-	crdDir := filepath.Join(h.Dir, "crds")
-	if err := config.WriteCRDs(crdDir); err != nil {
-		return err
-	}
-	// As driftguard run does (cmd/driftguard), the process log is scrubbed
-	// of the secret values the guard knows (redact.Secrets).
-	log := zap.New(zap.UseDevMode(false), zap.WriteTo(redact.Secrets.Writer(logWriter(h.Dir))))
-	ctrllog.SetLogger(log)
+// start runs the guard on the Env, as the driftguard user, its API and
+// Git requests counted.
+func (h *Harness) start(o Options, log logr.Logger) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	var err error
-	h.Cluster, err = devenv.Start(ctx, devenv.Options{Simulated: o.Simulated, CRDDirs: []string{crdDir}, Dir: filepath.Join(h.Dir, "cluster"), Log: log, APIServerFlags: o.APIServerFlags})
-	if err != nil {
-		return err
-	}
-	h.Git, err = gitserver.Start(filepath.Join(h.Dir, "git"))
-	if err != nil {
-		return err
-	}
-	if _, h.GuardConfig, err = h.Cluster.AddUser("driftguard", []string{"system:masters"}); err != nil {
-		return err
-	}
+	h.GuardConfig = rest.CopyConfig(h.GuardRESTConfig)
 	h.GuardConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: &h.apiCalls} })
 	front, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -160,12 +141,6 @@ func (h *Harness) start(o Options) error {
 			gitHandler.ServeHTTP(w, r)
 		}))
 	}()
-	if h.AliceKubeconfig, _, err = h.Cluster.AddUser("alice", []string{"system:masters", "dev"}); err != nil {
-		return err
-	}
-	if h.Admin, err = client.New(h.Cluster.Config, client.Options{Scheme: app.Scheme()}); err != nil {
-		return err
-	}
 	opts := app.DefaultOptions()
 	opts.WebhookAddr = "127.0.0.1:0"
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
@@ -222,12 +197,10 @@ func (h *Harness) Stop() {
 		case <-time.After(20 * time.Second):
 		}
 	}
-	if h.Git != nil {
-		_ = h.Git.Close()
+	if h.Env == nil {
+		return
 	}
-	if h.Cluster != nil {
-		_ = h.Cluster.Stop()
-	}
+	h.Env.Stop()
 	if os.Getenv("DRIFTGUARD_KEEP_E2E") == "" {
 		_ = os.RemoveAll(h.Dir)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/health"
 )
 
 // A Healthy Deployment whose new pods crash-loop (a change in Git makes
@@ -26,7 +27,7 @@ func TestCrashLoopingDeployment(t *testing.T) {
 		"namespace.yaml":  namespace(ns),
 		"deployment.yaml": deployment(ns, "web", "nginx:1.27", 1, 0, ""),
 	}, func(s *v1alpha1.GuardSpec) { s.Interval = metav1.Duration{Duration: time.Hour} })
-	rec.await(t, 0, 60*time.Second, "first revision Healthy", func(s step) bool { return s.Rev == repo.Initial && s.Health == "Healthy" })
+	rec.await(t, 0, 60*time.Second, "first revision Healthy", func(s step) bool { return s.Rev == repo.Initial && s.Health == string(health.Healthy) })
 
 	crashing := strings.Replace(deployment(ns, "web", "nginx:1.28", 1, 0, ""),
 		"    metadata:\n      labels:\n", "    metadata:\n      annotations:\n        "+devenv.CrashLoopPodAnnotation+": \"true\"\n      labels:\n", 1)
@@ -35,7 +36,7 @@ func TestCrashLoopingDeployment(t *testing.T) {
 	requestSync(t, guard)
 	listed := "Deployment hd-crashloop/web: Degraded: pod web-"
 	is := func(s step) bool {
-		return s.Rev == rev && s.Health == "Degraded" && len(s.Unhealthy) == 1 && strings.HasPrefix(s.Unhealthy[0], listed) &&
+		return s.Rev == rev && s.Health == string(health.Degraded) && len(s.Unhealthy) == 1 && strings.HasPrefix(s.Unhealthy[0], listed) &&
 			strings.Contains(s.Unhealthy[0], "container app exited with code 1 (Error)")
 	}
 	first := rec.await(t, mark, 120*time.Second, "Degraded with the crashing pod", is)

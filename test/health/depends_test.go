@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -31,7 +32,7 @@ func TestWaitAndDependsOn(t *testing.T) {
 		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after-a\n  namespace: " + b + "\ndata:\n  k: v\n",
 	}, func(s *v1alpha1.GuardSpec) { s.DependsOn = []string{a} })
 	recB.await(t, 0, 30*time.Second, "B waits for A", func(s step) bool {
-		return s.Ready == "False" && s.Reason == "DependencyNotReady"
+		return s.Ready == "False" && s.Reason == v1alpha1.ReasonDependencyNotReady
 	})
 	h.NewGuard(t, a, true, map[string]string{
 		"namespace.yaml":  namespace(a),
@@ -53,7 +54,7 @@ func TestWaitAndDependsOn(t *testing.T) {
 		}
 		ga := h.Guard(t, a)
 		ready := meta.IsStatusConditionTrue(ga.Status.Conditions, v1alpha1.ConditionReady)
-		if ready && ga.Status.Health == "Healthy" {
+		if ready && ga.Status.Health == string(health.Healthy) {
 			return nil
 		}
 		if err == nil {
@@ -70,10 +71,10 @@ func TestWaitAndDependsOn(t *testing.T) {
 	steps := recA.snapshot()
 	heldA := false
 	for _, s := range steps {
-		if s.Ready == "False" && s.Reason == "Progressing" && s.Health != "Healthy" {
+		if s.Ready == "False" && s.Reason == v1alpha1.ReasonProgressing && s.Health != string(health.Healthy) {
 			heldA = true
 		}
-		if s.Ready == "True" && s.Health != "Healthy" {
+		if s.Ready == "True" && s.Health != string(health.Healthy) {
 			t.Errorf("A was Ready before it was Healthy (spec.wait): %s", s)
 		}
 	}
@@ -95,11 +96,11 @@ func TestWaitAndDependsOn(t *testing.T) {
 	}
 	var waitMsg string
 	for _, s := range recB.snapshot() {
-		if s.Reason == "DependencyNotReady" {
+		if s.Reason == v1alpha1.ReasonDependencyNotReady {
 			waitMsg = s.String()
 		}
 	}
-	if !strings.Contains(waitMsg, "DependencyNotReady") {
+	if !strings.Contains(waitMsg, v1alpha1.ReasonDependencyNotReady) {
 		t.Errorf("B never reported DependencyNotReady:\n%s", recB)
 	}
 }
@@ -114,7 +115,7 @@ func TestDependsOnCycle(t *testing.T) {
 		wait.Eventually(t, 30*time.Second, name+" stalled on the cycle", func() error {
 			g := h.Guard(t, name)
 			st := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
-			if st == nil || st.Status != metav1.ConditionTrue || st.Reason != "DependencyCycle" || !strings.Contains(st.Message, "hd-cycle-x → hd-cycle-y") && !strings.Contains(st.Message, "hd-cycle-y → hd-cycle-x") {
+			if st == nil || st.Status != metav1.ConditionTrue || st.Reason != v1alpha1.ReasonDependencyCycle || !strings.Contains(st.Message, "hd-cycle-x → hd-cycle-y") && !strings.Contains(st.Message, "hd-cycle-y → hd-cycle-x") {
 				return fmt.Errorf("conditions %+v", g.Status.Conditions)
 			}
 			return nil

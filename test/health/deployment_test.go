@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -49,10 +50,10 @@ func TestDeploymentRollout(t *testing.T) {
 		}
 		return nil
 	})
-	healthy := rec.await(t, applied, 60*time.Second, "Healthy", func(s step) bool { return s.Health == "Healthy" })
+	healthy := rec.await(t, applied, 60*time.Second, "Healthy", func(s step) bool { return s.Health == string(health.Healthy) })
 	seq := rec.healths(0, healthy+1)
 	t.Logf("new Deployment: status.health went %s", strings.Join(seq, " → "))
-	if !slices.Contains(seq, "Progressing") {
+	if !slices.Contains(seq, string(health.Progressing)) {
 		t.Errorf("status.health went %v: want Progressing before Healthy", seq)
 	}
 	if err := rolledOut(context.Background(), ns, "web", "nginx:1.27"); err != nil {
@@ -69,11 +70,11 @@ func TestDeploymentRollout(t *testing.T) {
 	rev := repo.Change(t, "web: nginx 1.28", map[string]string{"deployment.yaml": deployment(ns, "web", "nginx:1.28", 2, 2, "")})
 	mark := len(rec.snapshot())
 	requestSync(t, guard)
-	progressing := rec.await(t, mark, 60*time.Second, "new image Progressing", func(s step) bool { return s.Rev == rev && s.Health == "Progressing" })
+	progressing := rec.await(t, mark, 60*time.Second, "new image Progressing", func(s step) bool { return s.Rev == rev && s.Health == string(health.Progressing) })
 	if s := rec.snapshot()[progressing]; s.Healthy != "False" || !strings.Contains(strings.Join(s.Unhealthy, ";"), "Deployment hd-rollout/web") {
 		t.Errorf("Progressing in status.health but %s", s)
 	}
-	healthy = rec.await(t, progressing, 60*time.Second, "new image Healthy", func(s step) bool { return s.Rev == rev && s.Health == "Healthy" })
+	healthy = rec.await(t, progressing, 60*time.Second, "new image Healthy", func(s step) bool { return s.Rev == rev && s.Health == string(health.Healthy) })
 	if err := rolledOut(context.Background(), ns, "web", "nginx:1.28"); err != nil {
 		t.Errorf("the Guard says Healthy but %v", err)
 	}
@@ -99,19 +100,19 @@ func TestUnschedulableDeploymentDegraded(t *testing.T) {
 	})
 
 	waiting := rec.await(t, 0, 60*time.Second, "Ready=False Progressing while it waits", func(s step) bool {
-		return s.Ready == "False" && s.Reason == "Progressing" && s.Health == "Progressing"
+		return s.Ready == "False" && s.Reason == v1alpha1.ReasonProgressing && s.Health == string(health.Progressing)
 	})
-	degraded := rec.await(t, waiting, 60*time.Second, "Degraded after the progress deadline", func(s step) bool { return s.Health == "Degraded" })
+	degraded := rec.await(t, waiting, 60*time.Second, "Degraded after the progress deadline", func(s step) bool { return s.Health == string(health.Degraded) })
 	s := rec.snapshot()[degraded]
 	if !strings.Contains(strings.Join(s.Unhealthy, ";"), "progress deadline exceeded") || s.Healthy != "False" {
 		t.Errorf("Degraded but %s", s)
 	}
 	rec.await(t, degraded, 60*time.Second, "HealthCheckFailed after the timeout", func(s step) bool {
-		return s.Ready == "False" && s.Reason == "HealthCheckFailed" && s.Health == "Degraded"
+		return s.Ready == "False" && s.Reason == v1alpha1.ReasonHealthCheckFailed && s.Health == string(health.Degraded)
 	})
 	t.Logf("unschedulable Deployment: status.health went %s", strings.Join(rec.healths(0, len(rec.snapshot())), " → "))
 	expectEvent(t, guard, "HealthDegraded", "progress deadline exceeded")
-	expectEvent(t, guard, "HealthCheckFailed", "not healthy within 25s")
+	expectEvent(t, guard, v1alpha1.ReasonHealthCheckFailed, "not healthy within 25s")
 }
 
 // With spec.wait, a new image keeps the Guard Ready=False Progressing until
@@ -131,7 +132,7 @@ func TestWaitHoldsImageChange(t *testing.T) {
 		s.Timeout = &metav1.Duration{Duration: 2 * time.Minute}
 	})
 	rec.await(t, 0, 60*time.Second, "first revision Ready and Healthy", func(s step) bool {
-		return s.Rev == repo.Initial && s.Ready == "True" && s.Health == "Healthy"
+		return s.Rev == repo.Initial && s.Ready == "True" && s.Health == string(health.Healthy)
 	})
 	rev := repo.Change(t, "api: nginx 1.28", map[string]string{"deployment.yaml": deployment(ns, "api", "nginx:1.28", 2, 3, "")})
 	mark := len(rec.snapshot())
@@ -142,14 +143,14 @@ func TestWaitHoldsImageChange(t *testing.T) {
 	}
 	held := false
 	for _, s := range rec.snapshot()[mark:ready] {
-		if s.Rev == rev && s.Ready == "False" && s.Reason == "Progressing" {
+		if s.Rev == rev && s.Ready == "False" && s.Reason == v1alpha1.ReasonProgressing {
 			held = true
 		}
 	}
 	if !held {
 		t.Errorf("the Guard was never Ready=False Progressing during the rollout")
 	}
-	if s := rec.snapshot()[ready]; s.Health != "Healthy" || s.Healthy != "True" {
+	if s := rec.snapshot()[ready]; s.Health != string(health.Healthy) || s.Healthy != "True" {
 		t.Errorf("Ready but %s", s)
 	}
 }

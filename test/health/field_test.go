@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/health"
 )
 
 // Objects whose health the field got wrong, managed by Guards on the
@@ -72,13 +73,13 @@ spec:
 	}{
 		{"hd-field-crashloop", func(ns string) map[string]string {
 			return map[string]string{"pod.yaml": crashPod(ns)}
-		}, "Degraded", "Pod hd-field-crashloop/crashloop: Degraded: container app exited with code 1 (Error)", 20 * time.Second},
+		}, string(health.Degraded), "Pod hd-field-crashloop/crashloop: Degraded: container app exited with code 1 (Error)", 20 * time.Second},
 		{"hd-field-hpa", func(ns string) map[string]string {
 			return map[string]string{"hpa.yaml": hpa(ns), "configmap.yaml": configMap(ns)}
-		}, "Degraded", `HorizontalPodAutoscaler hd-field-hpa/no-target: Degraded: cannot scale: FailedGetScale: the HPA controller was unable to get the target's current scale: deployments.apps "nope" not found`, 0},
+		}, string(health.Degraded), `HorizontalPodAutoscaler hd-field-hpa/no-target: Degraded: cannot scale: FailedGetScale: the HPA controller was unable to get the target's current scale: deployments.apps "nope" not found`, 0},
 		{"hd-field-never", func(ns string) map[string]string {
 			return map[string]string{"pod.yaml": neverPod(ns)}
-		}, "Progressing", "Pod hd-field-never/once: Progressing: running (restartPolicy Never: done when it succeeds)", 3 * time.Second},
+		}, string(health.Progressing), "Pod hd-field-never/once: Progressing: running (restartPolicy Never: done when it succeeds)", 3 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

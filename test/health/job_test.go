@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/health"
 )
 
 // A Job that completes makes its Guard Healthy; a Job whose pod fails (the
@@ -24,8 +25,8 @@ func TestJobs(t *testing.T) {
 		fail bool
 		want string
 	}{
-		{"hd-job-complete", false, "Healthy"},
-		{"hd-job-fail", true, "Degraded"},
+		{"hd-job-complete", false, string(health.Healthy)},
+		{"hd-job-fail", true, string(health.Degraded)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -57,7 +58,7 @@ func TestJobs(t *testing.T) {
 			if s.Healthy != "True" || len(s.Unhealthy) != 0 {
 				t.Errorf("Healthy but %s", s)
 			}
-			if len(seq) < 2 || seq[len(seq)-2] != "Progressing" {
+			if len(seq) < 2 || seq[len(seq)-2] != string(health.Progressing) {
 				t.Errorf("status.health went %v: want Progressing (the Job running) before Healthy", seq)
 			}
 		})

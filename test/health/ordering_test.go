@@ -21,6 +21,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -87,7 +88,7 @@ func guardReadyAt(t *testing.T, name, rev string, timeout time.Duration) *v1alph
 	var g *v1alpha1.Guard
 	wait.Eventually(t, timeout, fmt.Sprintf("guard %s Ready and Healthy at %.7s", name, rev), func() error {
 		g = h.Guard(t, name)
-		if !meta.IsStatusConditionTrue(g.Status.Conditions, v1alpha1.ConditionReady) || g.Status.LastAppliedRevision != rev || g.Status.Health != "Healthy" {
+		if !meta.IsStatusConditionTrue(g.Status.Conditions, v1alpha1.ConditionReady) || g.Status.LastAppliedRevision != rev || g.Status.Health != string(health.Healthy) {
 			return fmt.Errorf("revision %.7s health %q conditions %+v", g.Status.LastAppliedRevision, g.Status.Health, g.Status.Conditions)
 		}
 		return nil
@@ -210,7 +211,7 @@ func TestSyncWaves(t *testing.T) {
 	wait.Eventually(t, 60*time.Second, "guard Stalled InvalidSyncOrder", func() error {
 		g := h.Guard(t, name)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)
-		if c == nil || c.Reason != reconcile.ReasonInvalidSyncOrder {
+		if c == nil || c.Reason != v1alpha1.ReasonInvalidSyncOrder {
 			return fmt.Errorf("conditions %+v", g.Status.Conditions)
 		}
 		for _, want := range []string{"service.yaml:1: Service " + ns + "/web", reconcile.ArgoSyncWaveAnnotation, `"third"`, repo.Initial[:7], "stays in force"} {
@@ -360,7 +361,7 @@ func TestHelmHooks(t *testing.T) {
 	// A pre-upgrade hook that fails fails the sync, with its message; the
 	// revision's objects are not applied; hook-failed deletes it.
 	repo.Change(t, "a failing check", helmChart(ns, "v3", true))
-	c := guardFailedWith(t, name, reconcile.ReasonHookFailed, "PreSync hook Job "+ns+"/check", "(chart/templates/check.yaml)", "BackoffLimitExceeded")
+	c := guardFailedWith(t, name, v1alpha1.ReasonHookFailed, "PreSync hook Job "+ns+"/check", "(chart/templates/check.yaml)", "BackoffLimitExceeded")
 	t.Logf("Ready=False %s: %s", c.Reason, c.Message)
 	var cm corev1.ConfigMap
 	created(t, &cm, ns, "settings")
@@ -446,7 +447,7 @@ func TestArgoHooksAndWaves(t *testing.T) {
 		}
 	})
 	repo.Change(t, "a failing smoke test", files(true))
-	guardFailedWith(t, name, reconcile.ReasonHookFailed, "PostSync hook Job "+ns+"/smoke-", "BackoffLimitExceeded")
+	guardFailedWith(t, name, v1alpha1.ReasonHookFailed, "PostSync hook Job "+ns+"/smoke-", "BackoffLimitExceeded")
 	h.Audit.Wait(t, 60*time.Second, "the SyncFail hook succeeded", func(r audit.Record) bool {
 		return r.Guard == name && r.Object.Name == "cleanup" && r.Action == "succeeded"
 	})

@@ -50,7 +50,7 @@ data:
 		s.Retry = quickRetry()
 		s.Helm = &v1alpha1.HelmSpec{Namespace: ns, ValuesFrom: []v1alpha1.HelmValuesReference{{Kind: "Secret", Name: own.Name}}}
 	})
-	waitReady(t, repo.Guard, metav1.ConditionFalse, "RenderSettingsFailed",
+	waitReady(t, repo.Guard, metav1.ConditionFalse, v1alpha1.ReasonRenderSettingsFailed,
 		"spec.helm.valuesFrom[0]: secret driftguard-system/team-v-values",
 		`User "system:serviceaccount:driftguard-system:team-v" cannot get resource "secrets"`)
 	if exists(t, &corev1.ConfigMap{}, ns, "app") {
@@ -80,7 +80,7 @@ data:
 	if err := h.Admin.Update(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, repo.Guard, metav1.ConditionFalse, "RenderSettingsFailed",
+	waitReady(t, repo.Guard, metav1.ConditionFalse, v1alpha1.ReasonRenderSettingsFailed,
 		"spec.helm.valuesFrom[0]: secret driftguard-system/team-w-db", `cannot get resource "secrets"`)
 	if v := value(t, ns, "app"); v != "team-v-token-value" {
 		t.Fatalf("%s/app: %s, want the value applied before", ns, v)

@@ -24,6 +24,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -193,7 +194,7 @@ spec:
 		s.Retry = quickRetry()
 	})
 
-	refused := waitReady(t, repo.Guard, metav1.ConditionFalse, "Forbidden", account,
+	refused := waitReady(t, repo.Guard, metav1.ConditionFalse, v1alpha1.ReasonForbidden, account,
 		"may not patch (server-side apply) configmaps in namespace "+nsB,
 		"clusterroles.rbac.authorization.k8s.io cluster-wide",
 		"deployments.apps in namespace "+guardNamespace)
@@ -226,7 +227,7 @@ spec:
 
 	// Prune acts as the account: without delete it is refused.
 	rev = repo.Change(t, "drop gone", nil, "gone.yaml")
-	waitReady(t, repo.Guard, metav1.ConditionFalse, "PruneFailed", account, "may not delete configmaps in namespace "+nsA)
+	waitReady(t, repo.Guard, metav1.ConditionFalse, v1alpha1.ReasonPruneFailed, account, "may not delete configmaps in namespace "+nsA)
 	if value(t, nsA, "gone") != "1" {
 		t.Fatalf("%s/gone was deleted although the account may not delete", nsA)
 	}
@@ -299,7 +300,7 @@ func TestMissingServiceAccount(t *testing.T) {
 			s.ServiceAccountName = "nobody"
 			s.HealthChecks = []v1alpha1.ObjectReference{{APIVersion: "v1", Kind: "Secret", Namespace: ns, Name: "probe"}}
 		})
-	waitReady(t, repo.Guard, metav1.ConditionFalse, "ServiceAccountNotFound",
+	waitReady(t, repo.Guard, metav1.ConditionFalse, v1alpha1.ReasonServiceAccountNotFound,
 		"spec.serviceAccountName: service account driftguard-system/nobody does not exist")
 	if exists(t, &corev1.ConfigMap{}, ns, "app") {
 		t.Fatal("applied although the Guard's service account does not exist")
@@ -311,7 +312,7 @@ func TestMissingServiceAccount(t *testing.T) {
 	}
 	wait.Eventually(t, 30*time.Second, "the health check read as the account", func() error {
 		g := h.Guard(t, repo.Guard)
-		if g.Status.Health != "Unknown" || !strings.Contains(fmt.Sprint(g.Status.Unhealthy), `User "system:serviceaccount:driftguard-system:nobody" cannot get resource "secrets"`) {
+		if g.Status.Health != string(health.Unknown) || !strings.Contains(fmt.Sprint(g.Status.Unhealthy), `User "system:serviceaccount:driftguard-system:nobody" cannot get resource "secrets"`) {
 			return fmt.Errorf("health %s: %v", g.Status.Health, g.Status.Unhealthy)
 		}
 		return nil
@@ -330,7 +331,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 		"gone.yaml": configMap(nsC, "gone", "1"),
 		"d.yaml":    configMap(nsD, "steal", "1"),
 	}, func(s *v1alpha1.GuardSpec) { s.Retry = quickRetry() })
-	waitReady(t, repo.Guard, metav1.ConditionFalse, "Forbidden",
+	waitReady(t, repo.Guard, metav1.ConditionFalse, v1alpha1.ReasonForbidden,
 		"service account driftguard-system/tenant-default (--default-service-account; user system:serviceaccount:driftguard-system:tenant-default)",
 		"configmaps in namespace "+nsD)
 	wait.Eventually(t, 30*time.Second, "C's object applied", func() error {

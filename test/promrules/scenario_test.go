@@ -19,6 +19,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 )
 
 func namespace(name string) string {
@@ -100,11 +101,11 @@ func fight(t *testing.T, guard string) {
 		if out, err := h.KubectlAs(t, kc, "patch", "configmap", "cfg", "-n", "obs-drift", "--field-manager=obs-operator", "--type=merge", "-p", `{"data":{"value":"operator's"}}`); err != nil {
 			t.Fatalf("%v %s", err, out)
 		}
-		if len(h.Audit.Find(func(r audit.Record) bool { return r.Guard == guard && r.Rule == "fight-detected" })) > 0 {
+		if len(h.Audit.Find(func(r audit.Record) bool { return r.Guard == guard && r.Rule == decision.RuleFightDetected })) > 0 {
 			return
 		}
 		eventually(t, 30*time.Second, "revert or fight", func() error {
-			if len(h.Audit.Find(func(r audit.Record) bool { return r.Guard == guard && r.Rule == "fight-detected" })) > 0 {
+			if len(h.Audit.Find(func(r audit.Record) bool { return r.Guard == guard && r.Rule == decision.RuleFightDetected })) > 0 {
 				return nil
 			}
 			var cm corev1.ConfigMap

@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -80,7 +81,7 @@ func TestAdoptBreakGlass(t *testing.T) {
 	}
 	edited := time.Now()
 	h.Audit.Wait(t, 10*time.Second, "break-glass drift kept", func(r audit.Record) bool {
-		return r.Type == audit.Drift && r.Guard == repo.Guard && r.Rule == "break-glass" && r.User == "sam"
+		return r.Type == audit.Drift && r.Guard == repo.Guard && r.Rule == decision.RuleBreakGlass && r.User == "sam"
 	})
 
 	// A dry run shows the change and pushes nothing.

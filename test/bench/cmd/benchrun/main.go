@@ -50,6 +50,12 @@ var groups = []group{
 	{"git cache", "^BenchmarkGitCacheSize$", 20 * time.Minute, true},
 	// A control plane of its own: 1,000 Guards of 4 objects (Flux's shape).
 	{"fleet", "^BenchmarkManyGuards$", 30 * time.Minute, true},
+	// A control plane of its own: 100,000 objects over 10 Guards (10,000
+	// with -quick), after 1,000 in the same shape.
+	{"many objects", "^BenchmarkManyObjects$", 90 * time.Minute, true},
+	// A control plane of its own: two guard processes (--shard a, b)
+	// splitting 1,000 Guards, webhooks on.
+	{"shards", "^BenchmarkShards$", 30 * time.Minute, true},
 }
 
 // unit are the packages whose Go benchmarks run with -benchmem.
