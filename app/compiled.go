@@ -70,7 +70,9 @@ type compiledLayer struct {
 	// LeftoverChanged, when set, is called when Leftover changes (the
 	// webhook registrar's Sync).
 	LeftoverChanged func()
-	log             logr.Logger
+	// fallbacks is how many objects the last sync left to the webhooks.
+	fallbacks atomic.Int64
+	log       logr.Logger
 }
 
 // Leftover is what the webhooks decide of managed objects besides creates
@@ -86,6 +88,13 @@ func (l *compiledLayer) Leftover() *webhook.Leftover {
 // synced is told each index the keeper has put in force. The first after
 // the policies were not in force takes effect a settle later.
 func (l *compiledLayer) synced(ix compiled.Index) {
+	if n := int64(len(ix.Fallbacks)); l.fallbacks.Swap(n) != n && n > 0 {
+		var first []string
+		for _, f := range ix.Fallbacks[:min(len(ix.Fallbacks), 10)] {
+			first = append(first, fmt.Sprintf("%s %s (Guard %s): %s", f.Resource, f.Object, f.Guard, f.Reason))
+		}
+		l.log.Info("objects the compiled policies leave to the webhook", "count", n, "first", first)
+	}
 	left := leftoverOf(ix)
 	if l.inForce.Load() {
 		l.publish(true, left)

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -21,13 +20,7 @@ func TestValidateAuditDrainTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()
 			o.AuditDrainTimeout = tc.drain
-			err := o.Validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("error %v does not name %s", err, tc.want)
-			}
+			validateNames(t, &o, tc.want)
 		})
 	}
 	if d := DefaultOptions().AuditDrainTimeout; d <= 0 || d > 10*time.Second {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -20,13 +19,7 @@ func TestValidateDefaultServiceAccount(t *testing.T) {
 		t.Run(tc.account, func(t *testing.T) {
 			o := DefaultOptions()
 			o.DefaultServiceAccount = tc.account
-			err := o.Validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("error %v does not name %s", err, tc.want)
-			}
+			validateNames(t, &o, tc.want)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -26,13 +25,7 @@ func TestValidateInstallOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()
 			tc.mod(&o)
-			err := o.Validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("error %v does not name %s", err, tc.want)
-			}
+			validateNames(t, &o, tc.want)
 		})
 	}
 }

@@ -16,6 +16,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 var (
@@ -498,7 +500,13 @@ func TestConcurrentLogFlushClose(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(5 * time.Millisecond)
+	// Close while the producers log.
+	wait.Eventually(t, 10*time.Second, "the producers under way", func() error {
+		if len(sink.got()) == 0 {
+			return errors.New("nothing written yet")
+		}
+		return nil
+	})
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -565,9 +573,12 @@ func TestPendingSinkErrorsBounded(t *testing.T) {
 	for i := range batches {
 		l.Log(context.Background(), rec(i))
 		// One batch at a time: wait until the good sink has the record.
-		for deadline := time.Now().Add(5 * time.Second); len(good.got()) <= i && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		wait.Eventually(t, 5*time.Second, fmt.Sprintf("record %d in the good sink", i), func() error {
+			if n := len(good.got()); n <= i {
+				return fmt.Errorf("%d records", n)
+			}
+			return nil
+		})
 	}
 	l.writeMu.Lock()
 	kept := len(l.pendingErrs)

@@ -10,6 +10,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	otellog "go.opentelemetry.io/otel/log"
+
+	"github.com/driftguard/driftguard/health"
 )
 
 // otlpRecord maps r to an OTLP log record: its time, a severity by type
@@ -38,7 +40,7 @@ func otlpSeverity(r Record) (otellog.Severity, string) {
 		return otellog.SeverityError, "ERROR"
 	case r.Type == Drift, r.Type == Protection,
 		r.Type == Decision && (action == "deny" || action == "warn"),
-		r.Type == Health && action == "degraded":
+		r.Type == Health && strings.EqualFold(r.Action, string(health.Degraded)):
 		return otellog.SeverityWarn, "WARN"
 	}
 	return otellog.SeverityInfo, "INFO"

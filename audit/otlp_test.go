@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/redact"
 	"github.com/driftguard/driftguard/test/otlprecv"
 )
@@ -136,8 +137,8 @@ func TestOTLPSeverity(t *testing.T) {
 		{Record{Type: Prune, Action: "deleted"}, "INFO"},
 		{Record{Type: Recreate, Action: "created"}, "INFO"},
 		{Record{Type: Error}, "ERROR"},
-		{Record{Type: Health, Action: "Degraded"}, "WARN"},
-		{Record{Type: Health, Action: "Healthy"}, "INFO"},
+		{Record{Type: Health, Action: string(health.Degraded)}, "WARN"},
+		{Record{Type: Health, Action: string(health.Healthy)}, "INFO"},
 		{Record{Type: Protection, Action: "restored"}, "WARN"},
 	} {
 		if _, got := otlpSeverity(tc.r); got != tc.want {

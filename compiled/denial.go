@@ -74,6 +74,6 @@ func ParseDenial(message string) (Denial, bool) {
 	return d, true
 }
 
-var unescaper = strings.NewReplacer("%7C", "|", "%25", "%")
+var unescaper = strings.NewReplacer("%7C", "|", "%3D", "=", "%0A", "\n", "%0D", "\r", "%25", "%")
 
 func unescape(s string) string { return unescaper.Replace(s) }

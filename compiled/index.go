@@ -195,6 +195,10 @@ func buildPart(g Guard, key partKey, mapper meta.RESTMapper) *guardPart {
 			part.fallbacks = append(part.fallbacks, Fallback{Guard: g.Name, Object: o.Key, Resource: m.Resource.Resource, Reason: "an ignore rule hides a field inside a list element, which CEL cannot compare"})
 			continue
 		}
+		if !packable(o.Key.Name) {
+			part.fallbacks = append(part.fallbacks, Fallback{Guard: g.Name, Object: o.Key, Resource: m.Resource.Resource, Reason: "its name has characters the compiled index does not hold (only letters, digits and . - _ : @ +)"})
+			continue
+		}
 		if id := s.ID(); id != "" {
 			shapes[id] = s
 		}
@@ -221,8 +225,11 @@ func buildPart(g Guard, key partKey, mapper meta.RESTMapper) *guardPart {
 	return part
 }
 
-// escaper keeps "|" (the entry's separator) out of a path or URL.
-var escaper = strings.NewReplacer("%", "%25", "|", "%7C")
+// escaper keeps "|" (the entry's separator), "=" and line ends (the
+// bucket's) out of a path or URL: a Git committer names the files, and a
+// line end in a path would otherwise start a forged entry for another
+// object.
+var escaper = strings.NewReplacer("%", "%25", "|", "%7C", "=", "%3D", "\n", "%0A", "\r", "%0D")
 
 func escape(s string) string { return escaper.Replace(s) }
 

@@ -330,7 +330,7 @@ func (k *Keeper) apply(ctx context.Context, o client.Object) (int64, error) {
 	unstructured.RemoveNestedField(u.Object, "status")
 	u.SetGroupVersionKind(gvkOf(o))
 	if err := k.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		if apierrors.IsNotFound(err) && o.GetNamespace() != "" {
+		if apierrors.IsNotFound(err) && o.GetNamespace() != "" && o.GetNamespace() != k.Config.Namespace {
 			return 0, nil // the namespace went away: nothing left to protect there
 		}
 		return 0, fmt.Errorf("apply %s: %w", objectID(o), err)
@@ -369,10 +369,7 @@ func (c Config) indexConfigMap(ns string, entries map[string]string) *corev1.Con
 	}
 	l := c.labels()
 	l[IndexLabel] = c.Name
-	if entries == nil {
-		entries = map[string]string{}
-	}
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}, Data: entries}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}, Data: PackEntries(entries)}
 }
 
 func gvkOf(o client.Object) schema.GroupVersionKind {
@@ -476,7 +473,7 @@ func (k *Keeper) keepPending(ctx context.Context, guards []Guard, ix *Index) err
 	var recorded map[string]string
 	for _, cm := range list.Items {
 		if ns, ok := k.Config.indexOf(cm.Namespace, cm.Name); ok && ns == "" {
-			recorded = cm.Data
+			recorded = Entries(cm.Data)
 		}
 	}
 	for _, cm := range list.Items {
@@ -484,7 +481,7 @@ func (k *Keeper) keepPending(ctx context.Context, guards []Guard, ix *Index) err
 		if !ok {
 			continue
 		}
-		for key, v := range cm.Data {
+		for key, v := range Entries(cm.Data) {
 			guard, ok := entryGuard(key, v)
 			if !ok || !pending[guard] {
 				continue

@@ -191,8 +191,10 @@ func (c Config) validation(k policyKind) (vars []admissionregistrationv1.Variabl
 		unchangedExpr = byShape(c.Shapes, scaleUnchanged)
 	}
 	vars = []admissionregistrationv1.Variable{
-		{Name: "key", Expression: `request.resource.resource + "." + request.resource.group + "_" + request.name`},
-		{Name: "entry", Expression: `params.?data.orValue({})[?variables.key].orValue("")`},
+		// The object's entry, from its bucket (pack.go).
+		{Name: "bucket", Expression: `params.?data.orValue({})[?(request.resource.resource + "." + request.resource.group + "_" + ` + bucketExpr + `)].orValue("")`},
+		{Name: "at", Expression: `variables.bucket.indexOf("\n" + request.name + "=")`},
+		{Name: "entry", Expression: `variables.at < 0 ? "" : variables.bucket.substring(variables.at + size(request.name) + 2, variables.bucket.indexOf("\n", variables.at + 1))`},
 		{Name: "fields", Expression: `variables.entry.split("|")`},
 		{Name: "mode", Expression: `size(variables.fields) == 4 ? variables.fields[0] : ""`},
 		{Name: "shape", Expression: `variables.fields[1]`},

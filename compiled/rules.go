@@ -1,5 +1,7 @@
 package compiled
 
+import "github.com/driftguard/driftguard/decision"
+
 // RuleReport says how one rule of the default policy is enforced with
 // --admission-mode=both or compiled (driftguard policy check prints it).
 type RuleReport struct {
@@ -14,12 +16,12 @@ type RuleReport struct {
 // rule by rule; docs/policy.md says the same at length.
 func DefaultRules() []RuleReport {
 	return []RuleReport{
-		{"guard-identity", true, "the first term of every validation: the guard's identities and its namespace's service accounts are always admitted"},
-		{"system-controller", true, "the second term of every validation: control-plane identities update and scale; only the namespace controller and the controller manager delete"},
-		{"break-glass", true, "a member of --break-glass-groups with a non-empty driftguard.io/break-glass annotation is admitted; the guard reverts after breakGlassTTL once it is up"},
-		{"restores-git", false, "the compiled layer holds no Git values: an update writing Git's values back onto an object that differs from Git is denied (only a break-glass change can make it differ while the guard is down)"},
-		{"self-heal", false, "after the fact (drift), not an admission: the guard's drift watcher"},
-		{"orphan", false, "a CREATE: the webhook warns while the guard is up"},
-		{"managed-by-git", true, "deny (or warn, by enforcement) an update, delete or scale of an indexed object that changes anything its ignore rules do not hide; updates by users of managedFieldsManagers rules, and objects whose ignore rules point into a list, are the webhook's"},
+		{decision.RuleGuardIdentity, true, "the first term of every validation: the guard's identities and its namespace's service accounts are always admitted"},
+		{decision.RuleSystemController, true, "the second term of every validation: control-plane identities update and scale; only the namespace controller and the controller manager delete"},
+		{decision.RuleBreakGlass, true, "a member of --break-glass-groups with a non-empty driftguard.io/break-glass annotation is admitted; the guard reverts after breakGlassTTL once it is up"},
+		{decision.RuleRestoresGit, false, "the compiled layer holds no Git values: an update writing Git's values back onto an object that differs from Git is denied (only a break-glass change can make it differ while the guard is down)"},
+		{decision.RuleSelfHeal, false, "after the fact (drift), not an admission: the guard's drift watcher"},
+		{decision.RuleOrphan, false, "a CREATE: the webhook warns while the guard is up"},
+		{decision.RuleManagedByGit, true, "deny (or warn, by enforcement) an update, delete or scale of an indexed object that changes anything its ignore rules do not hide; updates by users of managedFieldsManagers rules, objects whose ignore rules point into a list and objects whose names hold characters but letters, digits and . - _ : @ + are the webhook's"},
 	}
 }

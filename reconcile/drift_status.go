@@ -110,6 +110,12 @@ func (d *DriftStatus) Start(ctx context.Context) error {
 }
 
 func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) error {
+	if d.Writes.leftToReconcile(guard) {
+		// Its reconcile writes drift, sync and health with its status;
+		// what changes after, the next period writes.
+		d.mark(guard, w)
+		return nil
+	}
 	var g v1alpha1.Guard
 	if err := d.Client.Get(ctx, client.ObjectKey{Name: guard}, &g); err != nil {
 		return err

@@ -191,6 +191,7 @@ func (r *GuardReconciler) InShard(o client.Object) bool {
 // Reconcile runs one full reconciliation of a Guard.
 func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := r.Log.WithValues("guard", req.Name)
+	defer r.Writes.reconciling(req.Name)()
 	var g v1alpha1.Guard
 	if err := r.Client.Get(ctx, req.NamespacedName, &g); err != nil {
 		if apierrors.IsNotFound(err) {

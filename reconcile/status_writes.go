@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
@@ -16,11 +17,51 @@ import (
 // costs one status write, not one more when the watch reports the objects
 // it applied. When it does not yet, DriftStatus waits for the next period
 // rather than send a patch that the API server refuses (its
-// resourceVersion is stale). The zero value and nil are ready to use; nil
-// remembers nothing (every change is written, as without it).
+// resourceVersion is stale). It also knows which Guards a reconcile is
+// working on: their status is written by the reconcile, with the drift,
+// sync state and health of the moment, so DriftStatus leaves them to it
+// (for at most reconcileDefer). The zero value and nil are ready to use;
+// nil remembers nothing (every change is written, as without it).
 type StatusWrites struct {
-	mu   sync.Mutex
-	last map[string]string // guard -> resourceVersion of the last write
+	mu    sync.Mutex
+	last  map[string]string    // guard -> resourceVersion of the last write
+	since map[string]time.Time // guard -> when its running reconcile began
+}
+
+// reconcileDefer bounds how long DriftStatus leaves a Guard's status to
+// its running reconcile: one that waits for a wave's health lets drift and
+// health be written meanwhile.
+const reconcileDefer = 10 * time.Second
+
+// reconciling marks guard as being reconciled until the returned func is
+// called.
+func (w *StatusWrites) reconciling(guard string) func() {
+	if w == nil {
+		return func() {}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.since == nil {
+		w.since = map[string]time.Time{}
+	}
+	w.since[guard] = time.Now()
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.since, guard)
+	}
+}
+
+// leftToReconcile reports whether a reconcile of guard is running and
+// began less than reconcileDefer ago: it will write the status.
+func (w *StatusWrites) leftToReconcile(guard string) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.since[guard]
+	return ok && time.Since(at) < reconcileDefer
 }
 
 // wrote records a status write to guard that the API server stored as rv.

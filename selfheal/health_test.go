@@ -1,6 +1,7 @@
 package selfheal
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/health"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // restartedPod is a pod whose container exited with code 1 and runs again
@@ -55,12 +57,12 @@ func TestHealthBookExpiring(t *testing.T) {
 			if _, kept := b.expiring[it]; kept != tc.keeps {
 				t.Errorf("object kept: %v, want %v", kept, tc.keeps)
 			}
-			if !r.Until.IsZero() {
-				time.Sleep(time.Until(r.Until) + 50*time.Millisecond)
-			}
-			if r, ok := b.get(it); !ok || r.State != tc.after {
-				t.Errorf("after the window: get = %v, %v; want %s", r, ok, tc.after)
-			}
+			wait.Eventually(t, time.Until(r.Until)+10*time.Second, "the result after the window", func() error {
+				if r, ok := b.get(it); !ok || r.State != tc.after {
+					return fmt.Errorf("get = %v, %v; want %s", r, ok, tc.after)
+				}
+				return nil
+			})
 			if _, kept := b.expiring[it]; kept {
 				t.Error("the object is still kept after its result stopped expiring")
 			}

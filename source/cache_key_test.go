@@ -1,7 +1,6 @@
 package source
 
 import (
-	"net/http/httptest"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -12,17 +11,9 @@ import (
 // them, whatever it pins; it fetches itself and the server refuses it. A
 // Guard with the same credentials shares the cache.
 func TestCacheKeyedByCredentials(t *testing.T) {
-	gs := newGitServer(t)
-	front := httptest.NewTLSServer(gs.Handler())
-	t.Cleanup(front.Close)
-	repo, err := gs.NewRepo("private")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs.Private("private", "deploy", "s3cret")
+	gs, repo, url := privateRepo(t)
 	first := mustPush(t, repo, map[string]string{"apps/cm.yaml": configMap("first"), "policies/p.rego": "package driftguard\n"}, "first")
 	head := mustPush(t, repo, map[string]string{"apps/cm.yaml": configMap("head")}, "second")
-	url := front.URL + "/private.git"
 	owner := &Auth{Username: "deploy", Password: "s3cret"}
 
 	f := NewGitFetcher(t.TempDir(), logr.Discard())

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,18 +18,11 @@ import (
 // (its caches hold other Guards' private repositories) unless the guard
 // runs with --allow-local-sources.
 func TestLocalSourcesRefused(t *testing.T) {
-	gs := newGitServer(t)
-	front := httptest.NewTLSServer(gs.Handler())
-	t.Cleanup(front.Close)
-	repo, err := gs.NewRepo("private")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs.Private("private", "deploy", "s3cret")
+	_, repo, url := privateRepo(t)
 	mustPush(t, repo, map[string]string{"apps/cm.yaml": configMap("secret")}, "first")
 	cacheDir := t.TempDir()
 	f := NewGitFetcher(cacheDir, logr.Discard())
-	owner := Request{URL: front.URL + "/private.git", Path: "apps", Auth: &Auth{Username: "deploy", Password: "s3cret"}}
+	owner := Request{URL: url, Path: "apps", Auth: &Auth{Username: "deploy", Password: "s3cret"}}
 	if _, _, err := f.Fetch(t.Context(), owner); err != nil {
 		t.Fatal(err)
 	}

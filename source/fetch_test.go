@@ -70,6 +70,22 @@ func configMap(name string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: shop\n", name)
 }
 
+// privateRepo is the repository "private", served over TLS to the user
+// deploy with the password s3cret only; it answers the server, the
+// repository and its URL.
+func privateRepo(t *testing.T) (*countingServer, *gitserver.Repo, string) {
+	t.Helper()
+	gs := newGitServer(t)
+	front := httptest.NewTLSServer(gs.Handler())
+	t.Cleanup(front.Close)
+	repo, err := gs.NewRepo("private")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs.Private("private", "deploy", "s3cret")
+	return gs, repo, front.URL + "/private.git"
+}
+
 func mustPush(t *testing.T, r *gitserver.Repo, files map[string]string, msg string) string {
 	t.Helper()
 	for p, c := range files {

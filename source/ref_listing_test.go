@@ -2,7 +2,6 @@ package source
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -112,16 +111,8 @@ func TestListingSince(t *testing.T) {
 // lists the remote itself, and the server refuses those without the
 // credentials.
 func TestListingNotSharedAcrossCredentials(t *testing.T) {
-	gs := newGitServer(t)
-	front := httptest.NewTLSServer(gs.Handler())
-	t.Cleanup(front.Close)
-	repo, err := gs.NewRepo("private")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs.Private("private", "deploy", "s3cret")
+	_, repo, url := privateRepo(t)
 	head := mustPush(t, repo, map[string]string{"apps/cm.yaml": configMap("a")}, "first")
-	url := front.URL + "/private.git"
 	f := NewGitFetcher(t.TempDir(), logr.Discard())
 	owner := &Auth{Username: "deploy", Password: "s3cret"}
 	if rev, _, err := f.Fetch(t.Context(), Request{URL: url, Ref: "main", Path: "apps", Auth: owner, ListingMaxAge: time.Hour}); err != nil || rev != head {

@@ -25,6 +25,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/driftguard/driftguard/certs"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // serve starts s on loopback and returns its address and a TLS client
@@ -141,16 +142,12 @@ func TestServerBoundsBodiesBeforeReading(t *testing.T) {
 			for _, n := range tc.holders {
 				rawRequest(t, addr, cfg, n, []byte("{"))
 			}
-			// Wait until the server holds every holder's slot and bytes.
-			for range 1000 {
-				if len(s.gate.slots) == len(tc.holders) {
-					break
+			wait.Eventually(t, 5*time.Second, "the server holds every holder's slot and bytes", func() error {
+				if got := len(s.gate.slots); got != len(tc.holders) {
+					return fmt.Errorf("%d requests in flight, want the %d holders", got, len(tc.holders))
 				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			if got := len(s.gate.slots); got != len(tc.holders) {
-				t.Fatalf("%d requests in flight, want the %d holders", got, len(tc.holders))
-			}
+				return nil
+			})
 			code, text := status(t, rawRequest(t, addr, cfg, tc.length, tc.body))
 			if code != tc.want || !strings.Contains(text, tc.wantText) {
 				t.Fatalf("status %d %q, want %d with %q", code, text, tc.want, tc.wantText)

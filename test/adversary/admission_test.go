@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -200,30 +201,44 @@ func TestControllerFightStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	bind(t, ns, rbacv1.GroupKind, "operators")
+	fight := func(r audit.Record) bool { return r.Guard == repo.Guard && r.Rule == decision.RuleFightDetected }
+	errStopped := errors.New("the guard stopped reverting")
+	greeting := func() (string, error) {
+		var cm corev1.ConfigMap
+		err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cfg"}, &cm)
+		return cm.Data["greeting"], err
+	}
 	stopped := false
 	for i := 0; i < 12 && !stopped; i++ {
 		if out, err := h.KubectlAs(t, opKC, "patch", "configmap", "cfg", "-n", ns, "--field-manager=my-operator", "--type=merge", "-p", `{"data":{"greeting":"operator's"}}`); err != nil {
 			t.Fatalf("%v %s", err, out)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			var cm corev1.ConfigMap
-			if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cfg"}, &cm); err == nil && cm.Data["greeting"] == "from git" {
-				break // reverted; the operator strikes again
+		// Each strike is reverted (and the operator strikes again), or the
+		// guard records the fight and leaves the operator's value.
+		err := wait.Until(30*time.Second, func() error {
+			if len(h.Audit.Find(fight)) > 0 {
+				return wait.Stop(errStopped)
 			}
-			if time.Now().After(deadline) {
-				stopped = true
-				break
+			got, err := greeting()
+			if err == nil && got != "from git" {
+				err = fmt.Errorf("greeting %q: neither reverted nor a fight recorded", got)
 			}
-			time.Sleep(20 * time.Millisecond)
+			return err
+		})
+		switch {
+		case errors.Is(err, errStopped):
+			stopped = true
+		case err != nil:
+			t.Fatalf("strike %d: %v", i+1, err)
 		}
 	}
 	if !stopped {
 		t.Fatal("the guard kept fighting the controller")
 	}
-	rec := h.Audit.Wait(t, 10*time.Second, "fight record", func(r audit.Record) bool {
-		return r.Guard == repo.Guard && r.Rule == decision.RuleFightDetected
-	})
+	if got, err := greeting(); err != nil || got != "operator's" {
+		t.Fatalf("greeting %q (%v) once the fight is recorded, want the operator's", got, err)
+	}
+	rec := h.Audit.Find(fight)[0]
 	if rec.User != operator || !strings.Contains(rec.Reason, operator) || !strings.Contains(rec.Reason, "managedFieldsManagers") || !strings.Contains(rec.Reason, "users") {
 		t.Fatalf("fight record must name the controller and the rule to add: %+v", rec)
 	}

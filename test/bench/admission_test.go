@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // saveWebhooks keeps copies of the webhook configurations the guard
@@ -23,17 +25,20 @@ func (e *env) saveWebhooks(ctx context.Context) error {
 	}
 	e.vwc = vwc.DeepCopy()
 	clearServerFields(&e.vwc.ObjectMeta)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	if err := wait.Until(5*time.Second, func() error {
 		mwc, err := adm.MutatingWebhookConfigurations().Get(ctx, e.webhookName, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			e.mwc = mwc.DeepCopy()
 			clearServerFields(&e.mwc.ObjectMeta)
-			return nil
-		case !apierrors.IsNotFound(err) || time.Now().After(deadline):
-			return fmt.Errorf("mutating webhook configuration %s: %w", e.webhookName, err)
+		case !apierrors.IsNotFound(err):
+			err = wait.Stop(err)
 		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("mutating webhook configuration %s: %w", e.webhookName, err)
 	}
+	return nil
 }
 
 func clearServerFields(m *metav1.ObjectMeta) {
@@ -75,20 +80,20 @@ func (e *env) setAdmission(b *testing.B, on bool, alice kubernetes.Interface, ns
 	}, func() error {
 		return adm.MutatingWebhookConfigurations().Delete(ctx, e.mwc.Name, metav1.DeleteOptions{})
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for i := 0; ; i++ {
+	i := 0
+	if err := wait.Until(15*time.Second, func() error {
+		i++
 		_, err := patchValue(alice, ns, probe, fmt.Sprintf("probe-%d-%d", time.Now().UnixNano(), i))
 		denied := apierrors.IsForbidden(err) && strings.Contains(err.Error(), "driftguard")
 		if err != nil && !denied {
 			b.Fatalf("probe patch of %s/%s: %v", ns, probe, err)
 		}
-		if denied == on {
-			break
+		if denied != on {
+			return fmt.Errorf("probe denied: %v", denied)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("webhooks present=%v not in effect within 15s", on)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		b.Fatalf("webhooks present=%v not in effect within 15s: %v", on, err)
 	}
 	time.Sleep(500 * time.Millisecond)
 }

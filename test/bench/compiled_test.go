@@ -83,8 +83,11 @@ func BenchmarkCompiledAdmission(b *testing.B) {
 	if *quick {
 		n, edits = 50, 100
 	}
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		b.Fatal(err)
+	// ns, and the guard's own (the index of cluster-scoped objects lives there).
+	for _, name := range []string{ns, app.DefaultOptions().Namespace} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	repo, err := git.NewRepo(name)
 	if err != nil {
@@ -124,7 +127,7 @@ func BenchmarkCompiledAdmission(b *testing.B) {
 		if err := admin.Get(ctx, types.NamespacedName{Namespace: namespace, Name: webhookName + "-index"}, &cm); err != nil {
 			return nil
 		}
-		return cm.Data
+		return compiled.Entries(cm.Data)
 	}
 	// until polls cond every 2 ms and returns how long it took.
 	until := func(what string, from time.Time, cond func() bool) time.Duration {
@@ -267,18 +270,36 @@ func BenchmarkCompiledAdmission(b *testing.B) {
 	}
 	etcdPID, apiPID := cluster.ControlPlanePIDs()
 	_ = etcdPID
+	// Each update of a managed ConfigMap is followed by one of its twin: the
+	// same ConfigMap, unlabelled, in a namespace of its own, which no
+	// policy, stamp or webhook matches. Measured one after the other, the
+	// two see the same machine: on a shared machine the load moves more
+	// between the blocks of the modes than between two requests.
+	const twins = "cb-twins"
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: twins}}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: twins}, Data: map[string]string{"value": "git", "tuned": "git"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	lat := map[string][]time.Duration{}
-	cpu := map[string]float64{}
+	cpu := map[string]float64{} // per pair of updates, summed over the blocks
+	update := func(namespace, mode string, i int) time.Duration {
+		t0 := time.Now()
+		_, err := alice.CoreV1().ConfigMaps(namespace).Patch(ctx, fmt.Sprintf("cm-%04d", i%n), types.MergePatchType,
+			fmt.Appendf(nil, `{"data":{"tuned":"%s-%d-%d"}}`, mode, i, time.Now().UnixNano()), metav1.PatchOptions{})
+		if err != nil {
+			b.Fatalf("%s: an update of an ignored field in %s: %v", mode, namespace, err)
+		}
+		return time.Since(t0)
+	}
 	measure := func(mode string) {
 		cpu0 := harness.ProcCPUSeconds(apiPID)
 		for i := range edits {
-			t0 := time.Now()
-			_, err := alice.CoreV1().ConfigMaps(ns).Patch(ctx, fmt.Sprintf("cm-%04d", i%n), types.MergePatchType,
-				fmt.Appendf(nil, `{"data":{"tuned":"%s-%d-%d"}}`, mode, i, time.Now().UnixNano()), metav1.PatchOptions{})
-			if err != nil {
-				b.Fatalf("%s: an update of an ignored field: %v", mode, err)
-			}
-			lat[mode] = append(lat[mode], time.Since(t0))
+			lat[mode] = append(lat[mode], update(ns, mode, i))
+			lat[mode+" twin"] = append(lat[mode+" twin"], update(twins, mode, i))
 		}
 		cpu[mode] += (harness.ProcCPUSeconds(apiPID) - cpu0) / float64(edits)
 	}
@@ -318,19 +339,24 @@ func BenchmarkCompiledAdmission(b *testing.B) {
 	measure("webhook")
 	_ = p.Stop()
 	none50, none99 := ms(quantile(lat["none"], 0.5)), ms(quantile(lat["none"], 0.99))
+	cpuNone := cpu["none"] / 2 / 2 * 1000 // ms per update: two blocks, two updates a pair
 	for _, m := range []struct {
 		mode       string
 		t50, t99   float64
 		targetNote string
 	}{{"compiled", 0.3, 0.6, "issue 16"}, {"webhook", 3, 6, "the webhook's own target: +3 ms p99"}} {
-		d50, d99 := ms(quantile(lat[m.mode], 0.5))-none50, ms(quantile(lat[m.mode], 0.99))-none99
-		f := report.NewFigure("admission overhead "+m.mode+" p50", d50, "ms", report.AtMost, m.t50).WithBaseline(none50, "ms p50, no admission")
-		f.Note = fmt.Sprintf("%d updates of an ignored field of a managed ConfigMap per mode, alternated with no admission; %s", len(lat[m.mode]), m.targetNote)
+		twin50, twin99 := ms(quantile(lat[m.mode+" twin"], 0.5)), ms(quantile(lat[m.mode+" twin"], 0.99))
+		d50, d99 := ms(quantile(lat[m.mode], 0.5))-twin50, ms(quantile(lat[m.mode], 0.99))-twin99
+		f := report.NewFigure("admission overhead "+m.mode+" p50", d50, "ms", report.AtMost, m.t50).WithBaseline(twin50, "ms p50, the unmanaged twin")
+		f.Note = fmt.Sprintf("%d updates of an ignored field of a managed ConfigMap, each followed by one of an unmanaged twin; against the blocks with no admission at all: %+.2f ms (p50 %.2f ms); %s",
+			len(lat[m.mode]), ms(quantile(lat[m.mode], 0.5))-none50, none50, m.targetNote)
 		figure(b, f)
-		f = report.NewFigure("admission overhead "+m.mode+" p99", d99, "ms", report.AtMost, m.t99).WithBaseline(none99, "ms p99, no admission")
+		f = report.NewFigure("admission overhead "+m.mode+" p99", d99, "ms", report.AtMost, m.t99).WithBaseline(twin99, "ms p99, the unmanaged twin")
+		f.Note = fmt.Sprintf("against the blocks with no admission at all: %+.2f ms (p99 %.2f ms)", ms(quantile(lat[m.mode], 0.99))-none99, none99)
 		figure(b, f)
-		f = report.NewFigure("API server CPU per update "+m.mode, cpu[m.mode]/2*1000, "ms", report.AtMost, cpu["none"]/2*1000*2).WithBaseline(cpu["none"]/2*1000, "ms, no admission")
-		f.Note = "kube-apiserver CPU time per update (user+system), target: at most twice no admission"
+		perUpdate := cpuNone + (cpu[m.mode]-cpu["none"])/2*1000
+		f = report.NewFigure("API server CPU per update "+m.mode, perUpdate, "ms", report.AtMost, cpuNone*2).WithBaseline(cpuNone, "ms, no admission")
+		f.Note = "kube-apiserver CPU time (user+system) per update of a managed object: a block's CPU less a block's with no admission, per update; target: at most twice no admission"
 		figure(b, f)
 	}
 }
@@ -385,7 +411,7 @@ func sizeFigures(b *testing.B) {
 	}
 	total, largest := 0, 0
 	for _, data := range ix.Namespaces {
-		s := size(data)
+		s := size(compiled.PackEntries(data))
 		total += s
 		largest = max(largest, s)
 	}
@@ -398,7 +424,7 @@ func sizeFigures(b *testing.B) {
 	// One namespace holding many objects: the index is one ConfigMap, at
 	// most 1 MiB.
 	one := compiled.BuildIndex([]compiled.Guard{{Name: "big", Snapshot: snapshot("big", 10000)}}, mapper)
-	perEntry := float64(size(one.Namespaces["big"])) / 10000
+	perEntry := float64(size(compiled.PackEntries(one.Namespaces["big"]))) / 10000
 	f = report.NewFigure("objects one namespace's index holds within 1 MiB", float64(int((1<<20)/perEntry)), "objects", report.AtLeast, 10000)
 	f.Note = fmt.Sprintf("%.0f bytes per entry with paths like apps/big/configmap/object-00001.yaml", perEntry)
 	figure(b, f)

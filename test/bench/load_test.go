@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/driftguard/driftguard/audit"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // cmEvent is one state of a ConfigMap as our own informer saw it.
@@ -238,19 +239,19 @@ func waitReverted(edits []edit, w *cmWatch) {
 			end = e.resp
 		}
 	}
-	deadline := end.Add(revertWindow + time.Second)
-	for time.Now().Before(deadline) {
+	// Past the window, what is not back counts as not reverted: no failure here.
+	_ = wait.Until(time.Until(end.Add(revertWindow+time.Second)), func() error {
 		pending := 0
 		for obj, rv := range last {
 			if _, ok := w.gitAfter(cmName(obj), rv); !ok {
 				pending++
 			}
 		}
-		if pending == 0 {
-			return
+		if pending > 0 {
+			return fmt.Errorf("%d objects not back", pending)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitAudit waits until a record of each of types naming each of tokens
@@ -264,9 +265,8 @@ func waitAudit(r *stampedRecords, from int, tokens []string, types []audit.Type,
 			want[string(typ)+"/"+t] = true
 		}
 	}
-	deadline := time.Now().Add(max)
-	last := time.Now()
-	for next := from; len(want) > 0 && time.Now().Before(deadline) && time.Since(last) < quiet; {
+	last, next := time.Now(), from
+	_ = wait.Until(max, func() error {
 		recs, n := r.since(next)
 		if n > next {
 			last = time.Now()
@@ -277,8 +277,14 @@ func waitAudit(r *stampedRecords, from int, tokens []string, types []audit.Type,
 				delete(want, string(s.rec.Type)+"/"+v)
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		switch {
+		case len(want) == 0:
+			return nil
+		case time.Since(last) >= quiet:
+			return wait.Stop(fmt.Errorf("no record for %s", quiet))
+		}
+		return fmt.Errorf("%d records to come", len(want))
+	})
 }
 
 // lastTokens returns the token of the last accepted edit of every object:

@@ -212,12 +212,11 @@ func waitObjectsReady(ctx context.Context, p *plane, guard *harness.Process, sz 
 		if err := p.admin.List(ctx, &list); err != nil {
 			return fmt.Errorf("list Guards: %w", err)
 		}
-		ready, managed := 0, 0
+		ready := 0
 		for _, g := range list.Items {
 			if !strings.HasPrefix(g.Name, sz.prefix()) {
 				continue
 			}
-			managed += int(g.Status.ManagedObjects)
 			c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
 			if c != nil && c.Status == metav1.ConditionTrue && g.Status.LastAppliedRevision == rev && int(g.Status.ManagedObjects) == sz.perGuard() {
 				ready++
@@ -231,16 +230,29 @@ func waitObjectsReady(ctx context.Context, p *plane, guard *harness.Process, sz 
 		}
 		if time.Since(lastLog) > 30*time.Second {
 			lastLog = time.Now()
-			db, _, _ := p.etcdSize(ctx)
-			api, etcd := p.controlPlaneMem()
-			rss, _ := guard.Mem()
-			fmt.Printf("objects: %d objects: %s after creation, %d of %d Guards Ready, %d objects in their status; guard %.0f MiB, kube-apiserver %.0f MiB, etcd %.0f MiB (database %.0f MiB); load %s\n",
-				sz.objects(), time.Since(created).Round(time.Second), ready, sz.guards, managed, rss, api, etcd, db/(1<<20), loadAvg())
+			fmt.Println(objectsProgress(ctx, p, guard, sz, created, ready))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d Guards Ready with %d objects each within %s", ready, sz.guards, sz.perGuard(), deadline.Sub(created).Round(time.Second))
+			return fmt.Errorf("not all Ready within %s: %s", deadline.Sub(created).Round(time.Second), objectsProgress(ctx, p, guard, sz, created, ready))
 		}
 	}
+}
+
+// objectsProgress says how far the apply of a size has come: Guards Ready,
+// objects of the four kinds in the cluster and their rate since the Guards
+// were created, and the memory of the guard, kube-apiserver and etcd.
+func objectsProgress(ctx context.Context, p *plane, guard *harness.Process, sz objectsSize, created time.Time, ready int) string {
+	db, _, _ := p.etcdSize(ctx)
+	api, etcd := p.controlPlaneMem()
+	rss, hwm := guard.Mem()
+	n, err := p.countObjects(ctx)
+	objects := fmt.Sprint(n)
+	if err != nil {
+		objects = err.Error()
+	}
+	since := time.Since(created)
+	return fmt.Sprintf("objects: %d objects: %s after creation, %d of %d Guards Ready, %s objects in the cluster (%.0f/s); guard %.0f MiB (peak %.0f), kube-apiserver %.0f MiB, etcd %.0f MiB (database %.0f MiB); load %s",
+		sz.objects(), since.Round(time.Second), ready, sz.guards, objects, float64(n)/since.Seconds(), rss, hwm, api, etcd, db/(1<<20), loadAvg())
 }
 
 // idleObjectsReconcile asks for a full reconcile of every Guard (a push

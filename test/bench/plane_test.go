@@ -112,6 +112,41 @@ func forEach[T any](items []T, f func(T) error) error {
 	return eg.Wait()
 }
 
+// countObjects counts the ConfigMaps, Secrets, Services and Deployments in
+// the cluster, the benchmark's and any others (the guard's inventories),
+// one list of one item per kind (the API server's remainingItemCount).
+func (p *plane) countObjects(ctx context.Context) (int, error) {
+	one := metav1.ListOptions{Limit: 1}
+	total := 0
+	add := func(items int, lm metav1.ListMeta) {
+		total += items
+		if lm.RemainingItemCount != nil {
+			total += int(*lm.RemainingItemCount)
+		}
+	}
+	cms, err := p.kube.CoreV1().ConfigMaps("").List(ctx, one)
+	if err != nil {
+		return 0, fmt.Errorf("count ConfigMaps: %w", err)
+	}
+	add(len(cms.Items), cms.ListMeta)
+	secrets, err := p.kube.CoreV1().Secrets("").List(ctx, one)
+	if err != nil {
+		return 0, fmt.Errorf("count Secrets: %w", err)
+	}
+	add(len(secrets.Items), secrets.ListMeta)
+	svcs, err := p.kube.CoreV1().Services("").List(ctx, one)
+	if err != nil {
+		return 0, fmt.Errorf("count Services: %w", err)
+	}
+	add(len(svcs.Items), svcs.ListMeta)
+	deps, err := p.kube.AppsV1().Deployments("").List(ctx, one)
+	if err != nil {
+		return 0, fmt.Errorf("count Deployments: %w", err)
+	}
+	add(len(deps.Items), deps.ListMeta)
+	return total, nil
+}
+
 // controlPlaneMem is the resident memory of kube-apiserver and etcd, MiB
 // (0 for a process that is gone or unknown).
 func (p *plane) controlPlaneMem() (apiserver, etcd float64) {

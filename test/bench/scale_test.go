@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -30,6 +31,7 @@ import (
 	"github.com/driftguard/driftguard/reconcile"
 	"github.com/driftguard/driftguard/test/bench/report"
 	"github.com/driftguard/driftguard/test/harness"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // scaleSize is one Guard of the scale benchmark: namespaces, each with
@@ -188,14 +190,12 @@ func BenchmarkScale(b *testing.B) {
 		if err := guard.WaitHealthy(60 * time.Second); err != nil {
 			b.Fatal(err)
 		}
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if err := wait.Until(60*time.Second, func() error {
 			alive()
-			if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "driftguard", metav1.GetOptions{}); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("guard did not register its webhook within 60s (log %s)", guard.LogPath)
-			}
+			_, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "driftguard", metav1.GetOptions{})
+			return err
+		}); err != nil {
+			b.Fatalf("guard did not register its webhook within 60s (log %s): %v", guard.LogPath, err)
 		}
 		run := scaleRun{size: sz, files: files}
 		run.rssStart, _ = guard.Mem()
@@ -215,16 +215,18 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatal(err)
 		}
 		var got v1alpha1.Guard
-		for deadline := created.Add(scaleReadyWithin); ; time.Sleep(100 * time.Millisecond) {
+		if err := wait.Until(time.Until(created.Add(scaleReadyWithin)), func() error {
 			alive()
-			err := admin.Get(ctx, client.ObjectKey{Name: sz.prefix}, &got)
-			if err == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) &&
-				got.Status.LastAppliedRevision == rev && int(got.Status.ManagedObjects) == sz.objects() {
-				break
+			if err := admin.Get(ctx, client.ObjectKey{Name: sz.prefix}, &got); err != nil {
+				return err
 			}
-			if time.Now().After(deadline) {
-				b.Fatalf("guard not Ready with %d objects within %s: %v %+v", sz.objects(), scaleReadyWithin, err, got.Status)
+			if !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) ||
+				got.Status.LastAppliedRevision != rev || int(got.Status.ManagedObjects) != sz.objects() {
+				return fmt.Errorf("status %+v", got.Status)
 			}
+			return nil
+		}); err != nil {
+			b.Fatalf("guard not Ready with %d objects within %s: %v", sz.objects(), scaleReadyWithin, err)
 		}
 		run.apply = time.Since(created)
 		run.rssApplied, run.hwmApplied = guard.Mem()
@@ -337,13 +339,15 @@ func idleInterval(b *testing.B, ctx context.Context, guard *harness.Process, adm
 	}
 	var tFetch time.Time
 	var cpuFetch float64
-	for deadline := t0.Add(90 * time.Second); tFetch.IsZero(); time.Sleep(50 * time.Millisecond) {
+	if err := wait.Until(time.Until(t0.Add(90*time.Second)), func() error {
 		alive()
-		if gitRequests.Load() > git0 {
-			tFetch, cpuFetch = time.Now(), guard.CPUSeconds()
-		} else if time.Now().After(deadline) {
-			b.Fatalf("no full reconcile (Git fetch) within 90 s of Ready (30 s interval)")
+		if gitRequests.Load() == git0 {
+			return errors.New("no Git fetch yet")
 		}
+		tFetch, cpuFetch = time.Now(), guard.CPUSeconds()
+		return nil
+	}); err != nil {
+		b.Fatalf("no full reconcile (Git fetch) within 90 s of Ready (30 s interval)")
 	}
 	still, last := 0, guard.CPUSeconds()
 	for deadline := tFetch.Add(3 * time.Minute); still < 3; {
@@ -430,13 +434,16 @@ func addServiceCIDR(ctx context.Context, kube kubernetes.Interface, name, cidr s
 	if _, err := kube.NetworkingV1().ServiceCIDRs().UpdateStatus(ctx, sc, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("mark ServiceCIDR %s Ready: %w", cidr, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	if err := wait.Until(30*time.Second, func() error {
 		got, err := kube.NetworkingV1().ServiceCIDRs().Get(ctx, name, metav1.GetOptions{})
-		if err == nil && meta.IsStatusConditionTrue(got.Status.Conditions, networkingv1.ServiceCIDRConditionReady) {
-			return nil
+		if err == nil && !meta.IsStatusConditionTrue(got.Status.Conditions, networkingv1.ServiceCIDRConditionReady) {
+			err = errors.New("not Ready")
 		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("ServiceCIDR %s not Ready within 30s: %w", cidr, err)
 	}
-	return fmt.Errorf("ServiceCIDR %s not Ready within 30s", cidr)
+	return nil
 }
 
 // commitScaleRepo writes the objects of size sz into repository name and

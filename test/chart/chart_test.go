@@ -415,17 +415,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 // TestInstallUpgradeUninstall installs each variant with helm into a real
 // API server (every object accepted), upgrades it, and uninstalls it.
 func TestInstallUpgradeUninstall(t *testing.T) {
-	cluster, err := devenv.Start(context.Background(), devenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Stop()
-	kubectl := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, errOut, err := cluster.Kubectl(ctx, "", args...)
-		return strings.TrimSpace(out + errOut), err
-	}
+	cluster := startCluster(t)
+	kubectl := kubectlOf(cluster)
 	for _, v := range variants {
 		if !v.install {
 			continue

@@ -3,23 +3,16 @@ package chart
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/devenv"
-	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -31,17 +24,8 @@ import (
 // account, and is not created.
 func TestRBACPerGuardIdentity(t *testing.T) {
 	chart := chartDir(t)
-	cluster, err := devenv.Start(context.Background(), devenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Stop()
-	kubectl := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, errOut, err := cluster.Kubectl(ctx, "", args...)
-		return strings.TrimSpace(out + errOut), err
-	}
+	cluster := startCluster(t)
+	kubectl := kubectlOf(cluster)
 	for _, ns := range []string{"team-a", "team-b"} {
 		if out, err := kubectl("create", "namespace", ns); err != nil {
 			t.Fatalf("create namespace %s: %v %s", ns, err, out)
@@ -51,58 +35,17 @@ func TestRBACPerGuardIdentity(t *testing.T) {
 		"--set", "replicas=1", "--set", "rbac.clusterWide=false", "--set", "rbac.impersonation.defaultServiceAccount=team-a",
 		"--set", "rbac.tenants[0].name=team-a", "--set", "rbac.tenants[0].namespaces={team-a}")
 
-	git, err := gitserver.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer git.Close()
-	repo, err := git.NewRepo("tenant")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, c := range map[string]string{
+	git := startGit(t)
+	pushRepo(t, git, "tenant", map[string]string{
 		"settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: team-a\ndata:\n  color: blue\n",
 		"steal.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: steal\n  namespace: team-b\ndata:\n  color: red\n",
-	} {
-		if err := repo.WriteFile(p, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := repo.CommitAndPush("initial"); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	// The guard, as the chart's ServiceAccount, with the chart's flags.
-	var logs harness.Buffer
-	log := zap.New(zap.WriteTo(&logs))
-	ctrllog.SetLogger(log)
-	cfg := rest.CopyConfig(cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + releaseNS + ":" + release}
-	opts := app.DefaultOptions()
-	opts.Namespace = releaseNS
+	opts := chartOptions(t)
 	opts.DefaultServiceAccount = "team-a"
-	opts.WebhookAddr = "127.0.0.1:0"
-	opts.MetricsAddr, opts.HealthAddr = "0", "0"
-	opts.GitCacheDir = filepath.Join(t.TempDir(), "git")
-	opts.WebhookConfigName = release
-	opts.ExcludeNamespaces = []string{"kube-system", releaseNS}
-	opts.CertSecret = release + "-webhook-tls"
-	opts.DeploymentName = release
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var audit harness.Buffer
-	go func() { done <- app.Run(ctx, cfg, opts, log, &audit) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("guard: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("guard did not stop within 30s")
-		}
-	}()
+	guard := startGuard(cluster, opts)
+	defer guard.stop(t)
 
 	admin, err := client.New(cluster.Config, client.Options{Scheme: app.Scheme()})
 	if err != nil {

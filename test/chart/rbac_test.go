@@ -3,30 +3,17 @@ package chart
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/devenv"
-	"github.com/driftguard/driftguard/gitserver"
-	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
-)
-
-const (
-	releaseNS = "driftguard-system"
-	// release "driftguard": every resource is named "driftguard".
-	release = "driftguard"
 )
 
 // TestRBAC installs the chart with helm and runs the guard in this process
@@ -35,78 +22,26 @@ const (
 // grant is reported on its Guard, naming the kind and the permission.
 func TestRBAC(t *testing.T) {
 	chart := chartDir(t)
-	cluster, err := devenv.Start(context.Background(), devenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Stop()
+	cluster := startCluster(t)
 	helm(t, cluster.AdminKubeconfig, "install", release, chart, "--namespace", releaseNS, "--create-namespace", "--set", "replicas=1")
-
-	git, err := gitserver.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer git.Close()
-	push := func(name string, files map[string]string) {
-		t.Helper()
-		r, err := git.NewRepo(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for p, c := range files {
-			if err := r.WriteFile(p, c); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := r.CommitAndPush("initial"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	push("allowed", map[string]string{
+	git := startGit(t)
+	pushRepo(t, git, "allowed", map[string]string{
 		"ns.yaml":       "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n",
 		"settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: team-a\ndata:\n  color: blue\n",
 		// kube-system is never sent to the webhook: a change there is
 		// admitted, and only the informer (the guard's RBAC) reverts it.
 		"cluster.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: kube-system\ndata:\n  region: eu\n",
 	})
-	push("denied", map[string]string{
+	pushRepo(t, git, "denied", map[string]string{
 		"ns.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-b\n",
 		"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: team-b\nstringData:\n  token: s3cret\n",
 	})
 
 	// The guard, as the chart's ServiceAccount.
-	var logs harness.Buffer
-	log := zap.New(zap.WriteTo(&logs))
-	ctrllog.SetLogger(log)
-	cfg := rest.CopyConfig(cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + releaseNS + ":" + release}
-	opts := app.DefaultOptions()
-	opts.Namespace = releaseNS
+	opts := chartOptions(t)
 	opts.LeaderElection = true
-	opts.WebhookAddr = "127.0.0.1:0"
-	opts.MetricsAddr, opts.HealthAddr = "0", "0"
-	opts.GitCacheDir = filepath.Join(t.TempDir(), "git")
-	opts.WebhookConfigName = release
-	opts.ExcludeNamespaces = []string{"kube-system", releaseNS}
-	// As the chart runs it: certificates in the chart's Secret, the
-	// Deployment watched by name.
-	opts.CertSecret = release + "-webhook-tls"
-	opts.DeploymentName = release
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var audit harness.Buffer
-	go func() { done <- app.Run(ctx, cfg, opts, log, &audit) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("guard: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("guard did not stop within 30s")
-		}
-	}()
+	guard := startGuard(cluster, opts)
+	defer guard.stop(t)
 
 	admin, err := client.New(cluster.Config, client.Options{Scheme: app.Scheme()})
 	if err != nil {
@@ -130,12 +65,7 @@ func TestRBAC(t *testing.T) {
 		}
 		return c, nil
 	}
-	kubectl := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, errOut, err := cluster.Kubectl(ctx, "", args...)
-		return strings.TrimSpace(out + errOut), err
-	}
+	kubectl := kubectlOf(cluster)
 
 	// An allowed kind is applied.
 	wait.Eventually(t, 60*time.Second, "guard allowed applies", func() error {
@@ -209,7 +139,7 @@ func TestRBAC(t *testing.T) {
 
 	// Nothing of the guard's own machinery was forbidden: the only
 	// "forbidden" in its log is about the Secret kind it was not granted.
-	for _, line := range strings.Split(logs.String(), "\n") {
+	for _, line := range strings.Split(guard.logs.String(), "\n") {
 		if strings.Contains(strings.ToLower(line), "forbidden") && !strings.Contains(line, "secrets") {
 			t.Errorf("forbidden in the guard's log, not about the kind it was denied:\n%s", line)
 		}

@@ -1,19 +1,11 @@
 package chart
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/driftguard/driftguard/app"
-	"github.com/driftguard/driftguard/devenv"
-	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
 )
 
@@ -26,47 +18,20 @@ import (
 // neither.
 func TestHelmAndTheRunningGuard(t *testing.T) {
 	chart := chartDir(t)
-	cluster, err := devenv.Start(context.Background(), devenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Stop()
+	cluster := startCluster(t)
 	helm(t, cluster.AdminKubeconfig, "install", release, chart, "--namespace", releaseNS, "--create-namespace")
-	kubectl := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, errOut, err := cluster.Kubectl(ctx, "", args...)
-		return strings.TrimSpace(out + errOut), err
-	}
+	kubectl := kubectlOf(cluster)
 
-	var logs harness.Buffer
-	log := zap.New(zap.WriteTo(&logs))
-	cfg := rest.CopyConfig(cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + releaseNS + ":" + release}
-	opts := app.DefaultOptions()
-	opts.Namespace = releaseNS
+	opts := chartOptions(t)
 	opts.LeaderElection = true
-	opts.WebhookAddr = "127.0.0.1:0"
 	opts.WebhookService = release // as in the cluster: the API server would call the Service
-	opts.MetricsAddr, opts.HealthAddr = "0", "0"
-	opts.GitCacheDir = filepath.Join(t.TempDir(), "git")
-	opts.WebhookConfigName = release
-	opts.ExcludeNamespaces = []string{"kube-system", releaseNS}
 	opts.WebhookTimeout = 3 * time.Second
-	opts.CertSecret = release + "-webhook-tls"
-	opts.DeploymentName = release
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	var audit harness.Buffer
-	go func() { done <- app.Run(ctx, cfg, opts, log, &audit) }()
+	guard := startGuard(cluster, opts)
+	defer guard.stop(t)
+	logs, audit := &guard.logs, &guard.audit
 
 	registered := func() error {
-		select {
-		case err := <-done:
-			t.Fatalf("guard stopped: %v", err)
-		default:
-		}
+		guard.running(t)
 		out, err := kubectl("get", "validatingwebhookconfiguration", release, "-o",
 			"jsonpath={.webhooks[0].failurePolicy} {.webhooks[0].timeoutSeconds} {.webhooks[0].namespaceSelector.matchExpressions[0].values} {.webhooks[0].clientConfig.caBundle}")
 		if err != nil {
@@ -123,11 +88,5 @@ func TestHelmAndTheRunningGuard(t *testing.T) {
 		if out, err := kubectl(args...); err == nil {
 			t.Errorf("%v is back after uninstall: %s", args, out)
 		}
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("guard did not stop")
 	}
 }

@@ -9,11 +9,14 @@
 package compiled
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,6 +93,11 @@ rules:
 		return err
 	}
 	cluster, git, admin, kube = env.Cluster, env.Git, env.Admin, env.Kube
+	// The guard's own namespace, as an install has it: the index of
+	// cluster-scoped objects lives there.
+	if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app.DefaultOptions().Namespace}}); err != nil {
+		return err
+	}
 	guardKubeconfig, aliceKubeconfig = env.GuardKubeconfig, env.AliceKubeconfig
 	if alice, err = client.New(env.Fast(env.AliceConfig), client.Options{Scheme: app.Scheme()}); err != nil {
 		return err

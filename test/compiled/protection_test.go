@@ -103,7 +103,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhookName + "-index", Labels: map[string]string{compiled.IndexLabel: webhookName}},
-		Data: map[string]string{compiled.Key("", "configmaps", "victim"): "deny||shop|forged.yaml:1"}}
+		Data: compiled.PackEntries(map[string]string{compiled.Key("", "configmaps", "victim"): "deny||shop|forged.yaml:1"})}
 	wait.Eventually(t, 30*time.Second, "the index policy out of force", func() error {
 		return alice.Create(ctx, forged.DeepCopy(), client.DryRunAll)
 	})
@@ -119,6 +119,8 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 		"config/tuned.yaml":    configMap(ns, "tuned", "  tuned: \"1\"\n  other: \"1\"\n"),
 		"apps/web.yaml":        deployment(ns, "web", 2),
 		"apps/scaled.yaml":     deployment(ns, "scaled", 1),
+		// A name no ConfigMap key may hold: its entry lives in a bucket.
+		"rbac/reader.yaml": fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: %s:reader\nrules: []\n", ns),
 	}
 	for p, c := range files {
 		if err := repo.WriteFile(p, c); err != nil {
@@ -149,7 +151,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(forged), &ix); err != nil {
 			return err
 		}
-		if v, ok := ix.Data[compiled.Key("", "configmaps", "victim")]; ok {
+		if v, ok := compiled.Entries(ix.Data)[compiled.Key("", "configmaps", "victim")]; ok {
 			return fmt.Errorf("the forged entry is still there: %q", v)
 		}
 		return nil
@@ -213,6 +215,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	denied("kubectl label", "config/settings.yaml:1", kubectl("label", "configmap", "settings", "team=eve"))
 	denied("kubectl annotate", "config/settings.yaml:1", kubectl("annotate", "configmap", "settings", "note=hand"))
 	denied("kubectl delete", "config/settings.yaml:1", kubectl("delete", "configmap", "settings", "--wait=false"))
+	denied("kubectl label of a cluster-scoped object with a colon in its name", "rbac/reader.yaml:1", kubectl("label", "clusterrole", ns+":reader", "team=eve"))
 	denied("kubectl set image", "apps/web.yaml:1", kubectl("set", "image", "deployment/web", "app=nginx:1.28"))
 	denied("kubectl patch of a field no ignore rule hides", "config/tuned.yaml:1",
 		kubectl("patch", "configmap", "tuned", "--type=merge", "-p", `{"data":{"other":"2"}}`))
@@ -267,7 +270,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	if err := alice.Delete(ctx, index); err == nil || !strings.Contains(err.Error(), "only the guard writes it") {
 		t.Fatalf("alice deletes the index: %v", err)
 	}
-	if err := alice.Patch(ctx, index, client.RawPatch(types.MergePatchType, []byte(`{"data":{"configmaps._settings":null}}`))); err == nil {
+	if err := alice.Patch(ctx, index, client.RawPatch(types.MergePatchType, []byte(`{"data":{"configmaps._s":null}}`))); err == nil {
 		t.Fatal("alice removed an entry of the index")
 	}
 	// Nor can she make the index of a namespace the guard has not written
@@ -338,7 +341,7 @@ func waitIndexed(t *testing.T, ns, key, source, rev string) {
 		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: webhookName + "-index"}, &ix); err != nil {
 			return err
 		}
-		entry := ix.Data[key]
+		entry := compiled.Entries(ix.Data)[key]
 		if !strings.HasSuffix(entry, "|"+source) {
 			return fmt.Errorf("entry %q", entry)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/decision"
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 func namespace(name string) string {
@@ -104,7 +105,7 @@ func fight(t *testing.T, guard string) {
 		if len(h.Audit.Find(func(r audit.Record) bool { return r.Guard == guard && r.Rule == decision.RuleFightDetected })) > 0 {
 			return
 		}
-		eventually(t, 30*time.Second, "revert or fight", func() error {
+		wait.Eventually(t, 30*time.Second, "revert or fight", func() error {
 			if len(h.Audit.Find(func(r audit.Record) bool { return r.Guard == guard && r.Rule == decision.RuleFightDetected })) > 0 {
 				return nil
 			}
@@ -123,7 +124,7 @@ func fight(t *testing.T, guard string) {
 
 func waitCondition(t *testing.T, guard, typ string, status metav1.ConditionStatus) {
 	t.Helper()
-	eventually(t, 60*time.Second, guard+" "+typ+"="+string(status), func() error {
+	wait.Eventually(t, 60*time.Second, guard+" "+typ+"="+string(status), func() error {
 		var g v1alpha1.Guard
 		if err := h.Admin.Get(context.Background(), client.ObjectKey{Name: guard}, &g); err != nil {
 			return err

@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/driftguard/driftguard/test/wait"
 )
 
 // step is the scrape interval the stored samples are spaced by: each real
@@ -71,7 +73,7 @@ func (s *scraper) scrapes(t *testing.T, n int) {
 	s.mu.Lock()
 	want := len(s.bodies) + n
 	s.mu.Unlock()
-	eventually(t, time.Duration(n)*10*time.Second, fmt.Sprintf("%d more scrapes", n), func() error {
+	wait.Eventually(t, time.Duration(n)*10*time.Second, fmt.Sprintf("%d more scrapes", n), func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if len(s.bodies) < want {
@@ -228,22 +230,6 @@ func names(mfs map[string]*dto.MetricFamily) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// eventually polls cond until it returns nil or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }

@@ -202,11 +202,19 @@ data:
 	if err := h.Admin.Update(ctx, suspended); err != nil {
 		t.Fatal(err)
 	}
-	wait.Eventually(t, time.Minute, "the drift left in place", func() error {
-		if _, err := h.Kubectl(t, "patch", "configmap", "drifted", "-n", "secrets-bad", "--type=merge", "-p", `{"data":{"password":"edited-again"}}`); err != nil {
-			return err
+	// Once the Guard says it is suspended, neither self-heal nor a
+	// reconcile puts Git's value back (both read the same spec).
+	wait.Eventually(t, time.Minute, "Suspended condition", func() error {
+		c := meta(h.Guard(t, bad.Guard), v1alpha1.ConditionSuspended)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("condition %+v", c)
 		}
-		time.Sleep(3 * time.Second) // longer than the Guard's interval: a reconcile would have put it back
+		return nil
+	})
+	if out, err := h.Kubectl(t, "patch", "configmap", "drifted", "-n", "secrets-bad", "--type=merge", "-p", `{"data":{"password":"edited-again"}}`); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	wait.Eventually(t, time.Minute, "the drift left in place", func() error {
 		var cm corev1.ConfigMap
 		if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: "secrets-bad", Name: "drifted"}, &cm); err != nil {
 			return err
