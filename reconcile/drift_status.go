@@ -127,7 +127,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 		d.mark(guard, w)
 		return nil
 	}
-	n, names := d.Drift.Drifted(guard, maxDriftedListed)
+	n, names := drifted(d.Drift, guard)
 	setDrifted(guard, n)
 	status := map[string]any{"driftedObjects": n, "drifted": orNull(names)}
 	after := g.Status.DeepCopy()
@@ -142,7 +142,7 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 		if snap, ok := d.Store.Snapshot(guard); ok {
 			sum := d.Health.Summarize(ctx, &g, snap)
 			setHealth(after, sum)
-			status["health"], status["unhealthy"] = string(sum.State), orNull(sum.Unhealthy)
+			status["health"], status["unhealthy"] = string(sum.State), orNull(sum.Objects)
 			// The whole list: a merge patch replaces lists. The
 			// resourceVersion below keeps it from undoing conditions a
 			// reconcile wrote since the Guard was read.
@@ -180,9 +180,3 @@ func (d *DriftStatus) patch(ctx context.Context, guard string, w pendingWork) er
 }
 
 // orNull is nil for an empty list: a merge patch then removes the field.
-func orNull(list []string) any {
-	if len(list) == 0 {
-		return nil
-	}
-	return list
-}

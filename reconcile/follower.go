@@ -43,7 +43,7 @@ type FollowerOptions struct {
 	// Elected is closed when this replica becomes the leader (the
 	// manager's Elected).
 	Elected <-chan struct{}
-	// Namespace is where spec.secretRef is looked up when it names no
+	// Namespace is where spec.git.secretRef is looked up when it names no
 	// namespace (the reconciler's SecretNamespace).
 	Namespace string
 	// Interval is how often every source is fetched again (at least 5 s).

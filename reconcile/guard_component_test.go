@@ -99,7 +99,7 @@ func TestGuardControllerAppliesARevision(t *testing.T) {
 
 	admin := mgr.GetClient()
 	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec: v1alpha1.GuardSpec{URL: git.URL("app"), Ref: "main", Interval: metav1.Duration{Duration: time.Hour}}}
+		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL("app"), Ref: "main"}, Interval: metav1.Duration{Duration: time.Hour}}}
 	if err := admin.Create(ctx, g); err != nil {
 		t.Fatal(err)
 	}

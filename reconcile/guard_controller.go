@@ -44,7 +44,7 @@ type Fetcher interface {
 // DriftState is what the drift watcher knows: how many objects of a guard
 // differ from Git, and which differences the policy accepted.
 type DriftState interface {
-	Drifted(guard string, limit int) (int, []string)
+	Drifted(guard string, limit int) (int, []render.ObjectKey)
 	Accepted(gvk schema.GroupVersionKind, namespace, name string) bool
 	// Fights lists objects the watcher stopped reverting because another
 	// field manager changes them back every time.
@@ -65,7 +65,7 @@ type GuardReconciler struct {
 	Inventory *InventoryStore
 	Audit     *audit.Logger
 	Drift     DriftState
-	// SecretNamespace is where spec.secretRef is looked up when it names no namespace.
+	// SecretNamespace is where spec.git.secretRef is looked up when it names no namespace.
 	SecretNamespace string
 	// DefaultInterval applies when a Guard sets none.
 	DefaultInterval time.Duration
@@ -211,7 +211,7 @@ func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	g.Status.ObservedGeneration = g.Generation
 	handledReconcileRequest(&g)
 	if r.Drift != nil {
-		g.Status.DriftedObjects, g.Status.Drifted = r.Drift.Drifted(g.Name, maxDriftedListed)
+		g.Status.DriftedObjects, g.Status.Drifted = drifted(r.Drift, g.Name)
 		setDegraded(&g.Status, r.Drift.Fights(g.Name))
 		r.setSync(&g)
 	}
@@ -573,7 +573,7 @@ func (r *GuardReconciler) applyAndPrune(ctx context.Context, a *attempt) ctrl.Re
 	// applied once (operation SYNC): commit statuses mark revisions by it.
 	syncRecorded := newRevision || g.Status.Retries > 0
 	g.Status.LastAppliedRevision = rev
-	g.Status.ManagedObjects = len(snap.Objects)
+	g.Status.ManagedObjects = count32(len(snap.Objects))
 	g.Status.Inventory = inventory(kinds)
 	g.Status.Retries = 0
 	meta.RemoveStatusCondition(&g.Status.Conditions, v1alpha1.ConditionReconciling)
@@ -638,12 +638,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 	r.recordApplied(a, cs)
 	a.inv.SetWaves(a.plan)
 	saveErr := r.Inventory.Save(ctx, g, a.inv)
-	g.Status.Failed = nil
-	for _, e := range cs {
-		if e.Err != nil && len(g.Status.Failed) < maxFailedListed {
-			g.Status.Failed = append(g.Status.Failed, e.Err.Error())
-		}
-	}
+	g.Status.Failed = failedObjects(cs)
 	if err != nil {
 		failed := cs.Count(apply.Failed)
 		reason, msg := v1alpha1.ReasonApplyFailed, err.Error()
@@ -705,11 +700,8 @@ func forbiddenOr(err error, reason string) string {
 
 // credentialsHint says where the credentials of a refused fetch came from.
 func credentialsHint(g *v1alpha1.Guard, defaultNamespace string) string {
-	git := g.Spec.GitSource()
-	field := "spec.secretRef"
-	if g.Spec.Git != nil {
-		field = "spec.git.secretRef"
-	}
+	git := g.Spec.Git
+	const field = "spec.git.secretRef"
 	if git == nil || git.SecretRef == nil {
 		return "the repository needs credentials: name a Secret in " + field
 	}

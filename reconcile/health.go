@@ -3,7 +3,8 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,8 +28,12 @@ type HealthSource interface {
 // HealthSummary is the health of one Guard.
 type HealthSummary struct {
 	State health.State
-	// Unhealthy names up to maxUnhealthyListed objects that are not Healthy.
+	// Unhealthy names up to maxUnhealthyListed objects that are not
+	// Healthy, for messages ("Kind namespace/name: State: message"), and
+	// "and N more" after them when there are more.
 	Unhealthy []string
+	// Objects are the same objects, for status.unhealthy.
+	Objects []v1alpha1.UnhealthyObject
 	// Count of objects that are not Healthy.
 	Count int
 	// RecheckAfter, when not zero, is when the summary should be made
@@ -217,24 +222,33 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 
 // summarize sums up the results of targets (in the same order).
 func summarize(targets []healthTarget, results []health.Result, recheck time.Duration) HealthSummary {
+	type listed struct {
+		text string
+		obj  v1alpha1.UnhealthyObject
+	}
 	var (
 		states    []health.State
-		unhealthy []string
+		unhealthy []listed
 	)
 	for i, r := range results {
 		states = append(states, r.State)
 		// Worst: an object with no health of its own (NoHealth) is not
 		// listed as unhealthy.
 		if health.Worst(r.State) != health.Healthy {
-			unhealthy = append(unhealthy, fmt.Sprintf("%s: %s", targets[i].key.Display(), r))
+			k := targets[i].key
+			unhealthy = append(unhealthy, listed{fmt.Sprintf("%s: %s", k.Display(), r),
+				v1alpha1.UnhealthyObject{ObjectName: objectName(k), State: string(r.State), Message: r.Message}})
 		}
 	}
-	sort.Strings(unhealthy)
+	slices.SortFunc(unhealthy, func(a, b listed) int { return strings.Compare(a.text, b.text) })
 	sum := HealthSummary{State: health.Worst(states...), Count: len(unhealthy), RecheckAfter: recheck}
-	if len(unhealthy) > maxUnhealthyListed {
-		unhealthy = append(unhealthy[:maxUnhealthyListed], fmt.Sprintf("and %d more", len(unhealthy)-maxUnhealthyListed))
+	for _, u := range unhealthy[:min(len(unhealthy), maxUnhealthyListed)] {
+		sum.Unhealthy = append(sum.Unhealthy, u.text)
+		sum.Objects = append(sum.Objects, u.obj)
 	}
-	sum.Unhealthy = unhealthy
+	if len(unhealthy) > maxUnhealthyListed {
+		sum.Unhealthy = append(sum.Unhealthy, fmt.Sprintf("and %d more", len(unhealthy)-maxUnhealthyListed))
+	}
 	return sum
 }
 

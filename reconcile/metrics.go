@@ -71,4 +71,4 @@ func forgetGuardMetrics(guard string) {
 }
 
 // setDrifted updates the drifted-objects gauge between reconciles.
-func setDrifted(guard string, n int) { driftedObjects.WithLabelValues(guard).Set(float64(n)) }
+func setDrifted(guard string, n int32) { driftedObjects.WithLabelValues(guard).Set(float64(n)) }

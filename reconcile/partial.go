@@ -23,7 +23,7 @@ func (r *GuardReconciler) reportPartial(ctx context.Context, a *attempt) {
 	if applied == 0 {
 		return // nothing of the revision is applied: the status stays as it was
 	}
-	g.Status.ManagedObjects = applied
+	g.Status.ManagedObjects = count32(applied)
 	g.Status.Inventory = inventory(mergeKinds(g.Status.Inventory, kinds))
 	r.summarizeHealth(ctx, g, a.snap)
 }

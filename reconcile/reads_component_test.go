@@ -288,7 +288,7 @@ func (w countingStatusWriter) Patch(ctx context.Context, obj client.Object, patc
 // noDrift is a drift watcher that has seen no drift.
 type noDrift struct{}
 
-func (noDrift) Drifted(string, int) (int, []string)                   { return 0, nil }
+func (noDrift) Drifted(string, int) (int, []render.ObjectKey)         { return 0, nil }
 func (noDrift) Accepted(schema.GroupVersionKind, string, string) bool { return false }
 func (noDrift) Fights(string) []string                                { return nil }
 
@@ -303,7 +303,7 @@ func TestDriftStatusDoesNotWriteAStatusAgain(t *testing.T) {
 	ctx := t.Context()
 	c := &countingStatus{Client: e.mgr.GetClient()}
 	taken := c.take
-	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: v1alpha1.GuardSpec{URL: "http://127.0.0.1:1/app.git"}}
+	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "http://127.0.0.1:1/app.git"}}}
 	if err := e.admin.Create(ctx, g); err != nil {
 		t.Fatal(err)
 	}

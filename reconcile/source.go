@@ -91,7 +91,7 @@ func credentialValues(req source.Request) []string {
 }
 
 // SourceURL is the URL of a Guard's source, as its objects and audit
-// records carry it: the Git URL of spec.url or spec.git, the repository of
+// records carry it: the Git URL of spec.git, the repository of
 // spec.helmRepository or spec.oci, http(s)://ENDPOINT/BUCKET/PREFIX of
 // spec.bucket; "" when the spec names no single source.
 func SourceURL(g *v1alpha1.Guard) string {
@@ -109,19 +109,16 @@ func sourceRequest(s *v1alpha1.GuardSpec) (source.Request, *v1alpha1.SecretRefer
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"spec.url", s.URL != ""}, {"spec.git", s.Git != nil}, {"spec.helmRepository", s.HelmRepository != nil}, {"spec.oci", s.OCI != nil}, {"spec.bucket", s.Bucket != nil}} {
+	}{{"spec.git", s.Git != nil}, {"spec.helmRepository", s.HelmRepository != nil}, {"spec.oci", s.OCI != nil}, {"spec.bucket", s.Bucket != nil}} {
 		if f.set {
 			named = append(named, f.name)
 		}
 	}
 	switch {
 	case len(named) == 0:
-		return source.Request{}, nil, &InvalidSourceError{"the Guard names no source: set one of spec.url (Git), spec.git, spec.helmRepository, spec.oci or spec.bucket"}
+		return source.Request{}, nil, &InvalidSourceError{"the Guard names no source: set one of spec.git, spec.helmRepository, spec.oci or spec.bucket"}
 	case len(named) > 1:
 		return source.Request{}, nil, &InvalidSourceError{fmt.Sprintf("the Guard names %d sources (%s): keep exactly one", len(named), strings.Join(named, ", "))}
-	}
-	if s.URL == "" && (s.Ref != "" || s.SemVer != "" || s.Path != "" || s.SecretRef != nil) {
-		return source.Request{}, nil, &InvalidSourceError{fmt.Sprintf("spec.ref, spec.semver, spec.path and spec.secretRef belong to the Git form spec.url; with %s set them inside it", named[0])}
 	}
 	switch {
 	case s.HelmRepository != nil:
@@ -152,12 +149,8 @@ func sourceRequest(s *v1alpha1.GuardSpec) (source.Request, *v1alpha1.SecretRefer
 		return source.Request{Kind: source.SourceBucket, URL: u,
 			Artifact: &source.ArtifactSource{Endpoint: b.Endpoint, Bucket: b.Bucket, Prefix: b.Prefix, Region: b.Region, Insecure: b.Insecure, Field: "spec.bucket"}}, b.SecretRef, nil
 	}
-	git := s.GitSource()
-	field := "spec.url"
-	if s.Git != nil {
-		field = "spec.git.url"
-	}
-	return source.Request{Kind: source.SourceGit, URL: git.URL, Ref: git.Ref, SemVer: git.SemVer, Path: git.Path, Field: field}, nil, nil
+	git := s.Git
+	return source.Request{Kind: source.SourceGit, URL: git.URL, Ref: git.Ref, SemVer: git.SemVer, Path: git.Path, Field: "spec.git.url"}, nil, nil
 }
 
 // PinRevision returns req changed to fetch exactly revision rev, as an
@@ -230,18 +223,15 @@ func Credentials(kind source.SourceKind, data map[string][]byte, from string) (*
 	return cr, nil
 }
 
-// Auth reads the Git credentials a Guard names (spec.secretRef, or
-// spec.git.secretRef), nil when it names none. Errors name the Secret and
+// Auth reads the Git credentials a Guard names (spec.git.secretRef), nil
+// when it names none. Errors name the Secret and
 // the key at fault, never a value.
 func Auth(ctx context.Context, c client.Reader, g *v1alpha1.Guard, defaultNamespace string) (*source.Auth, error) {
-	git := g.Spec.GitSource()
+	git := g.Spec.Git
 	if git == nil || git.SecretRef == nil {
 		return nil, nil
 	}
-	field := "spec.secretRef"
-	if g.Spec.Git != nil {
-		field = "spec.git.secretRef"
-	}
+	const field = "spec.git.secretRef"
 	data, err := secretData(ctx, c, *git.SecretRef, defaultNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)

@@ -48,14 +48,14 @@ func TestRequestRefusesCredentialsOverPlainHTTP(t *testing.T) {
 		spec v1alpha1.GuardSpec
 		want string // the error, "" for none
 	}{
-		{"git basic auth over http", v1alpha1.GuardSpec{URL: "http://git.example/infra.git", SecretRef: basic},
-			"guard shop: spec.secretRef driftguard/basic: the username and password (basic auth) would go in clear text to http://git.example: use an https:// URL: credentials are never sent over plain http://"},
+		{"git basic auth over http", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "http://git.example/infra.git", SecretRef: basic}},
+			"guard shop: spec.git.secretRef driftguard/basic: the username and password (basic auth) would go in clear text to http://git.example: use an https:// URL: credentials are never sent over plain http://"},
 		{"git basic auth over http to loopback", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "http://127.0.0.1:3000/infra.git", SecretRef: basic}},
 			"guard shop: spec.git.secretRef driftguard/basic: the username and password (basic auth) would go in clear text to http://127.0.0.1:3000"},
-		{"git token over http", v1alpha1.GuardSpec{URL: "http://git.example/infra.git", SecretRef: token},
-			"guard shop: spec.secretRef git/token: the bearerToken would go in clear text to http://git.example"},
-		{"git basic auth over https", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", SecretRef: basic}, ""},
-		{"git over http without credentials", v1alpha1.GuardSpec{URL: "http://git.example/infra.git"}, ""},
+		{"git token over http", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "http://git.example/infra.git", SecretRef: token}},
+			"guard shop: spec.git.secretRef git/token: the bearerToken would go in clear text to http://git.example"},
+		{"git basic auth over https", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git", SecretRef: basic}}, ""},
+		{"git over http without credentials", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "http://git.example/infra.git"}}, ""},
 		{"chart repository over http", v1alpha1.GuardSpec{HelmRepository: &v1alpha1.HelmRepositorySource{URL: "http://charts.example", Chart: "web", SecretRef: basic}},
 			"guard shop: spec.helmRepository.secretRef driftguard/basic: the username and password (basic auth) would go in clear text to http://charts.example: use an https:// URL, or set spec.helmRepository.insecure to true"},
 		{"chart repository over http, insecure", v1alpha1.GuardSpec{HelmRepository: &v1alpha1.HelmRepositorySource{URL: "http://charts.example", Chart: "web", SecretRef: basic, Insecure: true}}, ""},

@@ -26,12 +26,12 @@ func TestRequestMarksSecretValues(t *testing.T) {
 		wantCredentials []string
 		wantSecretVars  []string
 	}{
-		{"git basic auth", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", SecretRef: &v1alpha1.SecretReference{Name: "basic"}}, []string{"git-password-1"}, nil},
+		{"git basic auth", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git", SecretRef: &v1alpha1.SecretReference{Name: "basic"}}}, []string{"git-password-1"}, nil},
 		{"chart repository token", v1alpha1.GuardSpec{HelmRepository: &v1alpha1.HelmRepositorySource{URL: "https://charts.example", Chart: "web", SecretRef: &v1alpha1.SecretReference{Name: "token"}}},
 			[]string{"chart-token-1"}, nil},
-		{"variables from a Secret", v1alpha1.GuardSpec{URL: "https://git.example/infra.git",
+		{"variables from a Secret", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git"},
 			VarsFrom: []v1alpha1.VarsReference{{Kind: "Secret", Name: "vars"}}, Vars: map[string]string{"REGION": "eu"}}, nil, []string{"DB_PASS"}},
-		{"nothing secret", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", Vars: map[string]string{"A": "b"}}, nil, nil},
+		{"nothing secret", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git"}, Vars: map[string]string{"A": "b"}}, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

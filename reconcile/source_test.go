@@ -10,16 +10,13 @@ import (
 )
 
 func TestSourceRequest(t *testing.T) {
-	ref := &v1alpha1.SecretReference{Name: "creds"}
 	tests := []struct {
 		name    string
 		spec    v1alpha1.GuardSpec
 		want    source.Request
 		invalid string
 	}{
-		{"git form", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", Ref: "main", Path: "apps"},
-			source.Request{Kind: source.SourceGit, URL: "https://git.example/infra.git", Ref: "main", Path: "apps", Field: "spec.url"}, ""},
-		{"git struct", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git", SemVer: "^1"}},
+		{"git", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git", SemVer: "^1"}},
 			source.Request{Kind: source.SourceGit, URL: "https://git.example/infra.git", SemVer: "^1", Field: "spec.git.url"}, ""},
 		{"helm repository", v1alpha1.GuardSpec{HelmRepository: &v1alpha1.HelmRepositorySource{URL: "https://charts.example", Chart: "web", Version: "^2"}},
 			source.Request{Kind: source.SourceHelmRepository, URL: "https://charts.example", SemVer: "^2", Artifact: &source.ArtifactSource{Chart: "web", Field: "spec.helmRepository"}}, ""},
@@ -28,8 +25,7 @@ func TestSourceRequest(t *testing.T) {
 		{"bucket", v1alpha1.GuardSpec{Bucket: &v1alpha1.BucketSource{Endpoint: "minio:9000", Bucket: "infra", Prefix: "/apps/", Region: "eu-1"}},
 			source.Request{Kind: source.SourceBucket, URL: "https://minio:9000/infra/apps", Artifact: &source.ArtifactSource{Endpoint: "minio:9000", Bucket: "infra", Prefix: "/apps/", Region: "eu-1", Field: "spec.bucket"}}, ""},
 		{"none", v1alpha1.GuardSpec{}, source.Request{}, "the Guard names no source"},
-		{"two", v1alpha1.GuardSpec{URL: "https://git.example/infra.git", OCI: &v1alpha1.OCISource{URL: "oci://r/a"}}, source.Request{}, "the Guard names 2 sources (spec.url, spec.oci): keep exactly one"},
-		{"git fields with oci", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://r/a"}, SecretRef: ref}, source.Request{}, "spec.secretRef belong to the Git form spec.url; with spec.oci set them inside it"},
+		{"two", v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: "https://git.example/infra.git"}, OCI: &v1alpha1.OCISource{URL: "oci://r/a"}}, source.Request{}, "the Guard names 2 sources (spec.git, spec.oci): keep exactly one"},
 		{"tag and digest", v1alpha1.GuardSpec{OCI: &v1alpha1.OCISource{URL: "oci://r/a", Tag: "v1", Digest: "sha256:abc"}}, source.Request{}, "exclude each other"},
 	}
 	for _, tt := range tests {

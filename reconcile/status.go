@@ -61,15 +61,16 @@ func withoutSecrets(st *v1alpha1.GuardStatus) {
 	for i := range st.Conditions {
 		st.Conditions[i].Message = redact.Secrets.String(st.Conditions[i].Message)
 	}
-	for _, list := range [][]string{st.Drifted, st.Unhealthy, st.Failed} {
-		for i := range list {
-			list[i] = redact.Secrets.String(list[i])
-		}
+	for i := range st.Unhealthy {
+		st.Unhealthy[i].Message = redact.Secrets.String(st.Unhealthy[i].Message)
+	}
+	for i := range st.Failed {
+		st.Failed[i].Error = redact.Secrets.String(st.Failed[i].Error)
 	}
 	if st.Sync != nil {
 		for i := range st.Sync.Objects {
 			o := &st.Sync.Objects[i]
-			o.Object, o.Reason = redact.Secrets.String(o.Object), redact.Secrets.String(o.Reason)
+			o.Reason = redact.Secrets.String(o.Reason)
 			for j := range o.Paths {
 				o.Paths[j] = redact.Secrets.String(o.Paths[j])
 			}
@@ -112,7 +113,7 @@ func setAuditCondition(st *v1alpha1.GuardStatus, errs map[string]error) {
 // setHealth writes a health summary into a Guard's status.
 func setHealth(st *v1alpha1.GuardStatus, sum HealthSummary) {
 	st.Health = string(sum.State)
-	st.Unhealthy = sum.Unhealthy
+	st.Unhealthy = sum.Objects
 	status := metav1.ConditionFalse
 	if sum.State == health.Healthy {
 		status = metav1.ConditionTrue

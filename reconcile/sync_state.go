@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,7 +50,7 @@ func SummarizeSync(snap *render.Snapshot, states SyncStates) *v1alpha1.SyncSumma
 			sum.Unknown++
 			paths = nil
 		}
-		listed = append(listed, v1alpha1.ObjectSync{Object: o.Key.Display(), State: state, Paths: slices.Clone(paths), Reason: reason})
+		listed = append(listed, v1alpha1.ObjectSync{ObjectName: objectName(o.Key), State: state, Paths: slices.Clone(paths), Reason: reason})
 	}
 	slices.SortFunc(listed, func(a, b v1alpha1.ObjectSync) int {
 		if a.State != b.State {
@@ -60,7 +59,7 @@ func SummarizeSync(snap *render.Snapshot, states SyncStates) *v1alpha1.SyncSumma
 			}
 			return 1
 		}
-		return cmp.Compare(a.Object, b.Object)
+		return render.CompareKeys(keyOf(a.ObjectName), keyOf(b.ObjectName))
 	})
 	if len(listed) > maxSyncListed {
 		listed = listed[:maxSyncListed]
@@ -104,12 +103,10 @@ func syncPatch(sum *v1alpha1.SyncSummary) any {
 	if sum == nil {
 		return nil
 	}
-	return map[string]any{"inSync": sum.InSync, "outOfSync": sum.OutOfSync, "unknown": sum.Unknown, "objects": orNullObjects(sum.Objects)}
+	return map[string]any{"inSync": sum.InSync, "outOfSync": sum.OutOfSync, "unknown": sum.Unknown, "objects": orNull(sum.Objects)}
 }
 
-func orNullObjects(list []v1alpha1.ObjectSync) any {
-	if len(list) == 0 {
-		return nil
-	}
-	return list
+// keyOf is the key of the object the status names.
+func keyOf(n v1alpha1.ObjectName) render.ObjectKey {
+	return render.ObjectKey{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
 }

@@ -76,18 +76,18 @@ func TestSummarizeSync(t *testing.T) {
 			"c": {state: v1alpha1.OutOfSync, paths: []string{"/data/x", "/metadata/labels/y"}, reason: "ignored"},
 			"d": {state: v1alpha1.OutOfSync},
 		}, want: &v1alpha1.SyncSummary{InSync: 1, OutOfSync: 2, Unknown: 1, Objects: []v1alpha1.ObjectSync{
-			{Object: "ConfigMap ns/c", State: v1alpha1.OutOfSync, Paths: []string{"/data/x", "/metadata/labels/y"}},
-			{Object: "ConfigMap ns/d", State: v1alpha1.OutOfSync, Paths: []string{MissingPath}},
-			{Object: "ConfigMap ns/a", State: v1alpha1.Unknown, Reason: "kind not served"},
+			{ObjectName: v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "ns", Name: "c"}, State: v1alpha1.OutOfSync, Paths: []string{"/data/x", "/metadata/labels/y"}},
+			{ObjectName: v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "ns", Name: "d"}, State: v1alpha1.OutOfSync, Paths: []string{MissingPath}},
+			{ObjectName: v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "ns", Name: "a"}, State: v1alpha1.Unknown, Reason: "kind not served"},
 		}}},
 		{name: "a state nobody knows is Unknown", snap: configMaps(t, "a"), states: stateTable{"a": {state: "Weird"}},
-			want: &v1alpha1.SyncSummary{Unknown: 1, Objects: []v1alpha1.ObjectSync{{Object: "ConfigMap ns/a", State: v1alpha1.Unknown}}}},
+			want: &v1alpha1.SyncSummary{Unknown: 1, Objects: []v1alpha1.ObjectSync{{ObjectName: v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "ns", Name: "a"}, State: v1alpha1.Unknown}}}},
 		{name: "bounded list, complete counts, the out of sync one kept", snap: configMaps(t, many...), states: manyStates,
 			want: func() *v1alpha1.SyncSummary {
 				s := &v1alpha1.SyncSummary{OutOfSync: 1, Unknown: 29}
-				s.Objects = append(s.Objects, v1alpha1.ObjectSync{Object: "ConfigMap ns/cm29", State: v1alpha1.OutOfSync, Paths: []string{"/data/a"}})
+				s.Objects = append(s.Objects, v1alpha1.ObjectSync{ObjectName: v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "ns", Name: "cm29"}, State: v1alpha1.OutOfSync, Paths: []string{"/data/a"}})
 				for i := range maxSyncListed - 1 {
-					s.Objects = append(s.Objects, v1alpha1.ObjectSync{Object: "ConfigMap ns/" + many[i], State: v1alpha1.Unknown, Reason: "not read yet"})
+					s.Objects = append(s.Objects, v1alpha1.ObjectSync{ObjectName: v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "ns", Name: many[i]}, State: v1alpha1.Unknown, Reason: "not read yet"})
 				}
 				return s
 			}()},

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"cmp"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -32,4 +34,10 @@ func (k ObjectKey) Display() string {
 		return k.Kind + " " + k.Name
 	}
 	return k.Kind + " " + k.Namespace + "/" + k.Name
+}
+
+// CompareKeys orders keys by kind, namespace, name and group, as a person
+// reads a list of them.
+func CompareKeys(a, b ObjectKey) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Group, b.Group))
 }

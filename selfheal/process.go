@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -496,20 +495,20 @@ func (s *driftState) alreadyReverted(it item, rv string) bool {
 
 // list returns how many objects of guard drifted, and the names of up to
 // limit of them, sorted.
-func (s *driftState) list(guard string, limit int) (int, []string) {
+func (s *driftState) list(guard string, limit int) (int, []render.ObjectKey) {
 	s.mu.Lock()
-	var names []string
+	var keys []render.ObjectKey
 	n := 0
 	for it, m := range s.drifted {
 		if m.guard == guard {
 			n++
-			names = append(names, it.key().Display())
+			keys = append(keys, it.key())
 		}
 	}
 	s.mu.Unlock()
-	sort.Strings(names)
-	if len(names) > limit {
-		names = names[:limit]
+	slices.SortFunc(keys, render.CompareKeys)
+	if len(keys) > limit {
+		keys = keys[:limit]
 	}
-	return n, names
+	return n, keys
 }

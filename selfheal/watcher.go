@@ -309,8 +309,8 @@ func (w *Watcher) Fights(guard string) []string {
 }
 
 // Drifted returns how many objects of the guard differ from Git right now,
-// and the names of up to limit of them.
-func (w *Watcher) Drifted(guard string, limit int) (int, []string) {
+// and the keys of up to limit of them, in the order of render.CompareKeys.
+func (w *Watcher) Drifted(guard string, limit int) (int, []render.ObjectKey) {
 	w.mu.Lock()
 	st := w.state
 	w.mu.Unlock()

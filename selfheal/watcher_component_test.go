@@ -359,7 +359,7 @@ func startGuard(t *testing.T, e *harness.Env) *harness.Records {
 	})
 
 	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: v1alpha1.GuardSpec{
-		URL: e.Git.URL("app"), Ref: "main", Interval: metav1.Duration{Duration: time.Hour}, Ignore: ignoreRules,
+		Git: &v1alpha1.GitSource{URL: e.Git.URL("app"), Ref: "main"}, Interval: metav1.Duration{Duration: time.Hour}, Ignore: ignoreRules,
 	}}
 	if err := e.Admin.Create(ctx, g); err != nil {
 		t.Fatal(err)

@@ -32,32 +32,10 @@ const (
 )
 
 // GuardSpec is the desired behaviour of a Guard.
-// +kubebuilder:validation:XValidation:rule="(has(self.url) ? 1 : 0) + (has(self.git) ? 1 : 0) + (has(self.helmRepository) ? 1 : 0) + (has(self.oci) ? 1 : 0) + (has(self.bucket) ? 1 : 0) == 1",message="a Guard names exactly one source: spec.url (Git), spec.git, spec.helmRepository, spec.oci or spec.bucket"
-// +kubebuilder:validation:XValidation:rule="has(self.url) || !(has(self.ref) || has(self.semver) || has(self.path) || has(self.secretRef))",message="spec.ref, spec.semver, spec.path and spec.secretRef belong to the Git form spec.url; the other sources have these fields inside"
+// +kubebuilder:validation:XValidation:rule="(has(self.git) ? 1 : 0) + (has(self.helmRepository) ? 1 : 0) + (has(self.oci) ? 1 : 0) + (has(self.bucket) ? 1 : 0) == 1",message="a Guard names exactly one source: spec.git, spec.helmRepository, spec.oci or spec.bucket"
 type GuardSpec struct {
-	// URL of the Git repository (http, https, ssh or file): the Git form of
-	// the source, with ref, semver, path and secretRef below. It excludes
-	// git, helmRepository, oci and bucket.
-	// +kubebuilder:validation:MinLength=1
-	// +optional
-	URL string `json:"url,omitempty"`
-
-	// Ref is a branch, a tag, a full reference (refs/...) or a full commit
-	// SHA. Defaults to the remote HEAD. It excludes semver.
-	// +optional
-	Ref string `json:"ref,omitempty"`
-
-	// SemVer selects the highest tag that is a semantic version in this
-	// range (">=1.2.0 <2", "^1.4", "~2.0"). It excludes ref.
-	// +optional
-	SemVer string `json:"semver,omitempty"`
-
-	// Path inside the repository whose manifests are applied. Defaults to the root.
-	// +optional
-	Path string `json:"path,omitempty"`
-
-	// Git is the Git source as a struct, the same as url, ref, semver, path
-	// and secretRef above. See docs/sources.md.
+	// Git is a Git repository, a revision in it, a path and the Secret of
+	// its credentials. See docs/sources.md.
 	// +optional
 	Git *GitSource `json:"git,omitempty"`
 
@@ -111,12 +89,6 @@ type GuardSpec struct {
 	// fields other controllers own (an HPA's replicas, injected sidecars).
 	// +optional
 	Ignore []IgnoreRule `json:"ignore,omitempty"`
-
-	// SecretRef names a Secret with Git credentials: username and password,
-	// or bearerToken (HTTPS); identity, known_hosts and optionally password
-	// as the key's passphrase (SSH).
-	// +optional
-	SecretRef *SecretReference `json:"secretRef,omitempty"`
 
 	// Vars are substituted for ${NAME} and ${NAME:=default} in the rendered
 	// manifests. A variable that is unset and has no default is an error.
@@ -481,6 +453,10 @@ type SecretReference struct {
 }
 
 // GuardStatus is what a Guard observed.
+//
+// Counts in the status (and the spec) are int32, as Kubernetes counts
+// replicas: no Guard manages 2^31 objects. Generations are int64, as
+// metadata.generation is.
 type GuardStatus struct {
 	// ObservedGeneration is the generation of the spec last reconciled.
 	// +optional
@@ -493,26 +469,32 @@ type GuardStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// LastAppliedRevision is the commit SHA whose objects are in the cluster.
+	// LastAppliedRevision is the revision whose objects are in the
+	// cluster: the full commit SHA (Git), TAG@sha256:DIGEST or
+	// sha256:DIGEST (OCI), CHART@VERSION@sha256:DIGEST (Helm repository),
+	// sha256:DIGEST of the object list (bucket). See docs/sources.md.
 	// +optional
 	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
 
-	// LastAttemptedRevision is the commit SHA of the last fetch, good or bad.
+	// LastAttemptedRevision is the revision of the last fetch, good or
+	// bad, in the same form.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
 
 	// ManagedObjects counts the objects of the applied revision.
 	// +optional
-	ManagedObjects int `json:"managedObjects"`
+	ManagedObjects int32 `json:"managedObjects"`
 
 	// DriftedObjects counts managed objects that differ from Git right now.
 	// +optional
-	DriftedObjects int `json:"driftedObjects"`
+	DriftedObjects int32 `json:"driftedObjects"`
 
-	// Drifted names up to 20 managed objects that differ from Git right now
-	// (Kind namespace/name); driftedObjects has the full count.
+	// Drifted names up to 20 managed objects that differ from Git right
+	// now, in the order of kind, namespace and name; driftedObjects has the
+	// full count.
 	// +optional
-	Drifted []string `json:"drifted,omitempty"`
+	// +listType=atomic
+	Drifted []ObjectName `json:"drifted,omitempty"`
 
 	// Sync counts the managed objects by sync state (InSync, OutOfSync,
 	// Unknown) and names up to 20 that are not in sync, with the paths
@@ -547,14 +529,16 @@ type GuardStatus struct {
 	Health string `json:"health,omitempty"`
 
 	// Unhealthy names up to 20 objects that are not Healthy, with their
-	// state and message.
+	// state and message; the Healthy condition's message has the count.
 	// +optional
-	Unhealthy []string `json:"unhealthy,omitempty"`
+	// +listType=atomic
+	Unhealthy []UnhealthyObject `json:"unhealthy,omitempty"`
 
 	// Failed lists up to 20 objects that failed to apply at the last
 	// reconcile, with the error (PartiallySynced).
 	// +optional
-	Failed []string `json:"failed,omitempty"`
+	// +listType=atomic
+	Failed []FailedObject `json:"failed,omitempty"`
 
 	// Retries counts consecutive failed reconciles of the current revision.
 	// +optional
@@ -586,9 +570,9 @@ const (
 
 // SyncSummary is the sync state of a Guard's managed objects.
 type SyncSummary struct {
-	InSync    int `json:"inSync"`
-	OutOfSync int `json:"outOfSync"`
-	Unknown   int `json:"unknown"`
+	InSync    int32 `json:"inSync"`
+	OutOfSync int32 `json:"outOfSync"`
+	Unknown   int32 `json:"unknown"`
 	// Objects names up to 20 objects OutOfSync or Unknown, OutOfSync
 	// first; the counts are complete.
 	// +optional
@@ -598,9 +582,8 @@ type SyncSummary struct {
 
 // ObjectSync is the sync state of one managed object that is not in sync.
 type ObjectSync struct {
-	// Object is "Kind namespace/name" ("Kind name" when cluster-scoped).
-	Object string    `json:"object"`
-	State  SyncState `json:"state"`
+	ObjectName `json:",inline"`
+	State      SyncState `json:"state"`
 	// Paths are the JSON pointers that differ (up to 10; "missing" when
 	// the object does not exist). Never values.
 	// +optional
@@ -609,6 +592,37 @@ type ObjectSync struct {
 	// Reason says why an Unknown object cannot be compared.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+}
+
+// ObjectName names a managed object in the status.
+type ObjectName struct {
+	// Group is the API group; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Kind, e.g. Deployment.
+	Kind string `json:"kind"`
+	// Namespace; empty for a cluster-scoped object.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	Name string `json:"name"`
+}
+
+// UnhealthyObject is a managed object that is not Healthy.
+type UnhealthyObject struct {
+	ObjectName `json:",inline"`
+	// State is Progressing, Degraded, Suspended, Missing or Unknown.
+	State string `json:"state"`
+	// Message says why, e.g. "2 of 3 replicas ready".
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// FailedObject is an object that failed to apply.
+type FailedObject struct {
+	ObjectName `json:",inline"`
+	// Error is why, as the API server (or the guard) said it.
+	Error string `json:"error"`
 }
 
 // RenderFailure is a revision that failed to render.

@@ -7,16 +7,19 @@ type GitSource struct {
 	// +kubebuilder:validation:MinLength=1
 	URL string `json:"url"`
 	// Ref is a branch, a tag, a full reference (refs/...) or a full commit
-	// SHA. Defaults to the remote HEAD.
+	// SHA. Defaults to the remote HEAD. It excludes semver.
 	// +optional
 	Ref string `json:"ref,omitempty"`
-	// SemVer selects the highest tag that is a semantic version in this range.
+	// SemVer selects the highest tag that is a semantic version in this
+	// range (">=1.2.0 <2", "^1.4", "~2.0"). It excludes ref.
 	// +optional
 	SemVer string `json:"semver,omitempty"`
 	// Path inside the repository whose manifests are applied. Defaults to the root.
 	// +optional
 	Path string `json:"path,omitempty"`
-	// SecretRef names a Secret with Git credentials (see spec.secretRef).
+	// SecretRef names a Secret with Git credentials: username and password,
+	// or bearerToken (HTTPS); identity, known_hosts and optionally password
+	// as the key's passphrase (SSH).
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
 }
@@ -97,17 +100,4 @@ type BucketSource struct {
 	// Insecure uses plain HTTP instead of HTTPS.
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
-}
-
-// GitSource returns the Git source of the spec, from spec.git or from the
-// top-level url, ref, semver, path and secretRef; nil when the Guard's
-// source is not Git.
-func (s *GuardSpec) GitSource() *GitSource {
-	if s.Git != nil {
-		return s.Git
-	}
-	if s.URL == "" {
-		return nil
-	}
-	return &GitSource{URL: s.URL, Ref: s.Ref, SemVer: s.SemVer, Path: s.Path, SecretRef: s.SecretRef}
 }

@@ -55,8 +55,8 @@ type writeOptions struct {
 func (o *writeOptions) bind(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config)")
-	f.StringVar(&o.secretNamespace, "secret-namespace", "driftguard-system", "the guard's namespace, where the Guard's spec.secretRef Secret is read when it names none")
-	f.StringVar(&o.gitUsername, "git-username", "", "user name for pushing over HTTP(S) (default: the Guard's spec.secretRef Secret)")
+	f.StringVar(&o.secretNamespace, "secret-namespace", "driftguard-system", "the guard's namespace, where the Guard's spec.git.secretRef Secret is read when it names none")
+	f.StringVar(&o.gitUsername, "git-username", "", "user name for pushing over HTTP(S) (default: the Guard's spec.git.secretRef Secret)")
 	f.StringVar(&o.gitPassword, "git-password", "", "password for --git-username (env DRIFTGUARD_GIT_PASSWORD)")
 	f.StringVar(&o.gitToken, "git-token", "", "bearer token for pushing over HTTP(S) (env DRIFTGUARD_GIT_TOKEN)")
 	f.StringVar(&o.author, "author", "", `commit author, "Name <email>" (default: your Kubernetes user name)`)
@@ -103,13 +103,10 @@ func (k *cluster) guard(ctx context.Context, name string) (*v1alpha1.Guard, erro
 	if err := k.client.Get(ctx, client.ObjectKey{Name: name}, &g); err != nil {
 		return nil, fmt.Errorf("guard %s: %w", name, err)
 	}
-	// adopt and rollback write to Git; the code reads the Git form, so
-	// spec.git is copied into it.
-	git := g.Spec.GitSource()
-	if git == nil {
+	// adopt and rollback write to Git: the code reads spec.git.
+	if g.Spec.Git == nil {
 		return nil, fmt.Errorf("guard %s does not read Git (it names spec.helmRepository, spec.oci or spec.bucket): adopt and rollback write to Git", name)
 	}
-	g.Spec.URL, g.Spec.Ref, g.Spec.SemVer, g.Spec.Path = git.URL, git.Ref, git.SemVer, git.Path
 	return &g, nil
 }
 
@@ -123,7 +120,7 @@ func (k *cluster) user(ctx context.Context) string {
 }
 
 // remote resolves the branch a Guard follows and the credentials to push
-// to it: the flags, else the Guard's spec.secretRef.
+// to it: the flags, else the Guard's spec.git.secretRef.
 func (o *writeOptions) remote(ctx context.Context, k *cluster, g *v1alpha1.Guard) (gitwrite.Remote, error) {
 	if o.gitPassword == "" {
 		o.gitPassword = os.Getenv("DRIFTGUARD_GIT_PASSWORD")
@@ -145,11 +142,11 @@ func (o *writeOptions) remote(ctx context.Context, k *cluster, g *v1alpha1.Guard
 			return gitwrite.Remote{}, fmt.Errorf("guard %s: %w", g.Name, err)
 		}
 	}
-	branch, err := gitwrite.ResolveBranch(ctx, g.Spec.URL, g.Spec.Ref, auth)
+	branch, err := gitwrite.ResolveBranch(ctx, g.Spec.Git.URL, g.Spec.Git.Ref, auth)
 	if err != nil {
 		return gitwrite.Remote{}, fmt.Errorf("guard %s: %w", g.Name, err)
 	}
-	return gitwrite.Remote{URL: g.Spec.URL, Branch: branch, Auth: auth}, nil
+	return gitwrite.Remote{URL: g.Spec.Git.URL, Branch: branch, Auth: auth}, nil
 }
 
 // signature is the commit author: --author, else the Kubernetes user.
@@ -210,7 +207,7 @@ Nothing is reverted when the break-glass TTL ends, because the object equals Git
 
 With --dry-run it prints the change of the file as a diff instead.
 Credentials: --git-token or --git-username/--git-password, else the Secret the
-Guard's spec.secretRef names, read with the same kubeconfig. Secrets are not
+Guard's spec.git.secretRef names, read with the same kubeconfig. Secrets are not
 adopted: their values do not belong in Git.`,
 		Example: `  driftguard adopt deployment/web -n shop
   driftguard adopt cm/settings -n shop --message "keep the sale settings" --dry-run`,
@@ -391,7 +388,7 @@ func adoptInto(c *gitwrite.Checkout, g *v1alpha1.Guard, gvk schema.GroupVersionK
 	if err != nil {
 		return adopted{}, err
 	}
-	git := g.Spec.GitSource()
+	git := g.Spec.Git
 	if git == nil {
 		return adopted{}, fmt.Errorf("guard %s has no Git source: adopt writes to Git only", g.Name)
 	}

@@ -54,6 +54,6 @@ func (o *writeOptions) commit(ctx context.Context, out io.Writer, g *v1alpha1.Gu
 		return &gitwrite.Result{Base: c.Base()}, gitwrite.ErrNoChange
 	}
 	fmt.Fprintf(out, "%s\n", diff)
-	fmt.Fprintf(out, "dry run: would commit to branch %s of %s on top of %.7s:\n\n%s", remote.Branch, redact.URL(g.Spec.URL), c.Base(), indent(msg))
+	fmt.Fprintf(out, "dry run: would commit to branch %s of %s on top of %.7s:\n\n%s", remote.Branch, redact.URL(g.Spec.Git.URL), c.Base(), indent(msg))
 	return nil, nil
 }

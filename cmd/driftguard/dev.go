@@ -170,7 +170,7 @@ func createDemoGuard(ctx context.Context, cfg *rest.Config, url string, interval
 	selfHeal := true
 	guard := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop"},
-		Spec:       v1alpha1.GuardSpec{URL: url, Ref: "main", Interval: metav1.Duration{Duration: interval}, Prune: true, SelfHeal: &selfHeal},
+		Spec:       v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: url, Ref: "main"}, Interval: metav1.Duration{Duration: interval}, Prune: true, SelfHeal: &selfHeal},
 	}
 	if err := c.Create(ctx, guard); err != nil {
 		return fmt.Errorf("create demo Guard: %w", err)

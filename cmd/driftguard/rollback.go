@@ -35,7 +35,7 @@ or a commit SHA has no branch to commit to: rollback refuses it; point the
 Guard at an older tag or SHA instead.
 
 Credentials: --git-token or --git-username/--git-password, else the Secret the
-Guard's spec.secretRef names, read with the same kubeconfig.`,
+Guard's spec.git.secretRef names, read with the same kubeconfig.`,
 		Example: `  driftguard rollback shop --to 4f2a9c1
   driftguard rollback shop --to HEAD~1 --message "undo the sale prices" --dry-run`,
 		Args: cobra.ExactArgs(1),
@@ -64,7 +64,7 @@ func runRollback(ctx context.Context, out, errOut io.Writer, guard string, o *ro
 	if err != nil {
 		return err
 	}
-	dir := cleanPath(g.Spec.Path)
+	dir := cleanPath(g.Spec.Git.Path)
 	where := pathOrRoot(dir)
 	// REV is resolved once: an expression such as HEAD~1 must not mean
 	// another commit when the branch moved and the push is retried.
@@ -94,7 +94,7 @@ func runRollback(ctx context.Context, out, errOut io.Writer, guard string, o *ro
 	return nil
 }
 
-// cleanPath turns a Guard's spec.path into a repository path; "" is the root.
+// cleanPath turns a Guard's spec.git.path into a repository path; "" is the root.
 func cleanPath(p string) string {
 	c := path.Clean("/" + strings.ReplaceAll(p, "\\", "/"))
 	return strings.TrimPrefix(c, "/")

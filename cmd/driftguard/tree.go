@@ -105,7 +105,7 @@ func runTree(ctx context.Context, out io.Writer, o *clusterOptions, name string)
 
 // syncStates returns the sync state of an object as status.sync gives it.
 func syncStates(s *v1alpha1.SyncSummary) func(render.ObjectKey) string {
-	listed := map[string]string{}
+	listed := map[render.ObjectKey]string{}
 	complete := false
 	if s != nil {
 		for _, o := range s.Objects {
@@ -116,12 +116,12 @@ func syncStates(s *v1alpha1.SyncSummary) func(render.ObjectKey) string {
 			case o.Reason != "":
 				state += " (" + o.Reason + ")"
 			}
-			listed[o.Object] = state
+			listed[render.ObjectKey{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}] = state
 		}
-		complete = len(s.Objects) >= s.OutOfSync+s.Unknown
+		complete = len(s.Objects) >= int(s.OutOfSync)+int(s.Unknown)
 	}
 	return func(k render.ObjectKey) string {
-		switch st, ok := listed[k.Display()]; {
+		switch st, ok := listed[k]; {
 		case ok:
 			return st
 		case s == nil:

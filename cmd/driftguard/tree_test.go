@@ -14,8 +14,8 @@ func TestSyncStates(t *testing.T) {
 	ns := render.ObjectKey{Kind: "Namespace", Name: "shop"}
 	crd := render.ObjectKey{Group: "example.com", Kind: "Widget", Namespace: "shop", Name: "w"}
 	listed := []v1alpha1.ObjectSync{
-		{Object: "ConfigMap shop/settings", State: v1alpha1.OutOfSync, Paths: []string{"/data/a", "/data/b"}},
-		{Object: "Widget shop/w", State: v1alpha1.Unknown, Reason: "kind not served"},
+		{ObjectName: v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "shop", Name: "settings"}, State: v1alpha1.OutOfSync, Paths: []string{"/data/a", "/data/b"}},
+		{ObjectName: v1alpha1.ObjectName{Group: "example.com", Kind: "Widget", Namespace: "shop", Name: "w"}, State: v1alpha1.Unknown, Reason: "kind not served"},
 	}
 	for _, tt := range []struct {
 		name string
@@ -29,7 +29,7 @@ func TestSyncStates(t *testing.T) {
 		{"not listed, list complete", &v1alpha1.SyncSummary{InSync: 1, OutOfSync: 1, Unknown: 1, Objects: listed}, ns, "InSync"},
 		{"not listed, list cut", &v1alpha1.SyncSummary{InSync: 1, OutOfSync: 25, Unknown: 1, Objects: listed}, ns, "?"},
 		{"all in sync", &v1alpha1.SyncSummary{InSync: 3}, cm, "InSync"},
-		{"missing", &v1alpha1.SyncSummary{OutOfSync: 1, Objects: []v1alpha1.ObjectSync{{Object: "Namespace shop", State: v1alpha1.OutOfSync, Paths: []string{"missing"}}}}, ns, "OutOfSync (missing)"},
+		{"missing", &v1alpha1.SyncSummary{OutOfSync: 1, Objects: []v1alpha1.ObjectSync{{ObjectName: v1alpha1.ObjectName{Kind: "Namespace", Name: "shop"}, State: v1alpha1.OutOfSync, Paths: []string{"missing"}}}}, ns, "OutOfSync (missing)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := syncStates(tt.sum)(tt.key); got != tt.want {

@@ -198,7 +198,7 @@ func sourcePath(guard *v1alpha1.Guard) string {
 	case s.Bucket != nil:
 		return s.Bucket.Prefix
 	}
-	return guard.Spec.Path
+	return ""
 }
 
 // printProblems prints problems, files in path order, lines in order

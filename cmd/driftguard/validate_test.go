@@ -232,7 +232,7 @@ func TestValidateAgainstCluster(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cluster-vars", Namespace: "driftguard-system"}, Data: map[string]string{"NS": "existing", "REPLICAS": "2"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sops-age", Namespace: "driftguard-system"}, Data: map[string][]byte{"key.agekey": []byte(key.Identity)}},
 		&v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "shop"}, Spec: v1alpha1.GuardSpec{
-			URL: "https://git.example/shop.git", Path: "clusters/prod",
+			Git:        &v1alpha1.GitSource{URL: "https://git.example/shop.git", Path: "clusters/prod"},
 			VarsFrom:   []v1alpha1.VarsReference{{Kind: "ConfigMap", Name: "cluster-vars"}},
 			Decryption: &v1alpha1.Decryption{SecretRef: v1alpha1.SecretReference{Name: "sops-age"}},
 		}},

@@ -105,7 +105,7 @@ func BenchmarkCompiledAdmission(b *testing.B) {
 		b.Fatal(err)
 	}
 	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.GuardSpec{
-		URL: git.URL(name), Ref: "main", Interval: metav1.Duration{Duration: time.Minute},
+		Git: &v1alpha1.GitSource{URL: git.URL(name), Ref: "main"}, Interval: metav1.Duration{Duration: time.Minute},
 		Ignore: []v1alpha1.IgnoreRule{{Kind: "ConfigMap", JSONPointers: []string{"/data/tuned"}}},
 	}}
 	if err := admin.Create(ctx, g); err != nil {
@@ -199,7 +199,7 @@ func BenchmarkCompiledAdmission(b *testing.B) {
 		if _, err := r.CommitAndPush("initial"); err != nil {
 			b.Fatal(err)
 		}
-		dg := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: gname}, Spec: v1alpha1.GuardSpec{URL: git.URL(gname), Ref: "main", Interval: metav1.Duration{Duration: time.Minute}}}
+		dg := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: gname}, Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL(gname), Ref: "main"}, Interval: metav1.Duration{Duration: time.Minute}}}
 		if err := admin.Create(ctx, dg); err != nil {
 			b.Fatal(err)
 		}

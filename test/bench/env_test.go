@@ -297,7 +297,7 @@ func (e *env) createConfigMapGuard(name, ns string, n int, selfHeal bool) (strin
 	}
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.GuardSpec{URL: e.git.URL(name), Ref: "main", Interval: metav1.Duration{Duration: time.Hour}, SelfHeal: &selfHeal},
+		Spec:       v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: e.git.URL(name), Ref: "main"}, Interval: metav1.Duration{Duration: time.Hour}, SelfHeal: &selfHeal},
 	}
 	return rev, e.admin.Create(ctx, g)
 }
@@ -314,7 +314,7 @@ func (e *env) waitGuard(ctx context.Context, name, rev string, n int, timeout, p
 		var got v1alpha1.Guard
 		err := e.admin.Get(ctx, client.ObjectKey{Name: name}, &got)
 		if err == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) &&
-			got.Status.LastAppliedRevision == rev && got.Status.ManagedObjects == n {
+			got.Status.LastAppliedRevision == rev && int(got.Status.ManagedObjects) == n {
 			return nil
 		}
 		if err := e.alive(); err != nil {

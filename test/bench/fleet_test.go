@@ -221,7 +221,7 @@ func runFleet(b *testing.B, ctx context.Context, r fleetRun, ns, dir, guardKC st
 	for g := range r.guards {
 		eg.Go(func() error {
 			return admin.Create(ctx, &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: guardName(g)}, Spec: v1alpha1.GuardSpec{
-				URL: gitURL + "/" + repoOf(g) + ".git", Ref: "main", Path: "apps/" + guardName(g), Interval: metav1.Duration{Duration: 10 * time.Minute},
+				Git: &v1alpha1.GitSource{URL: gitURL + "/" + repoOf(g) + ".git", Ref: "main", Path: "apps/" + guardName(g)}, Interval: metav1.Duration{Duration: 10 * time.Minute},
 			}})
 		})
 	}

@@ -160,7 +160,7 @@ func runObjects(b *testing.B, ctx context.Context, p *plane, sz objectsSize, las
 	}
 	if err := forEach(guards, func(g int) error {
 		return p.admin.Create(ctx, &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: sz.guard(g)}, Spec: v1alpha1.GuardSpec{
-			URL: repoURL, Ref: "main", Path: fmt.Sprintf("g%02d", g), Prune: true, Interval: metav1.Duration{Duration: time.Hour},
+			Git: &v1alpha1.GitSource{URL: repoURL, Ref: "main", Path: fmt.Sprintf("g%02d", g)}, Prune: true, Interval: metav1.Duration{Duration: time.Hour},
 		}})
 	}); err != nil {
 		b.Fatal(err)
@@ -218,7 +218,7 @@ func waitObjectsReady(ctx context.Context, p *plane, guard *harness.Process, sz 
 				continue
 			}
 			c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
-			if c != nil && c.Status == metav1.ConditionTrue && g.Status.LastAppliedRevision == rev && g.Status.ManagedObjects == sz.perGuard() {
+			if c != nil && c.Status == metav1.ConditionTrue && g.Status.LastAppliedRevision == rev && int(g.Status.ManagedObjects) == sz.perGuard() {
 				ready++
 			} else if c != nil && strings.Contains(c.Message, "database space exceeded") {
 				db, quota, _ := p.etcdSize(ctx)

@@ -154,7 +154,7 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 	t0 := time.Now()
 	if err := e.admin.Create(ctx, &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: applyGuard},
-		Spec:       v1alpha1.GuardSpec{URL: e.git.URL(applyGuard), Ref: "main", Interval: metav1.Duration{Duration: time.Hour}},
+		Spec:       v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: e.git.URL(applyGuard), Ref: "main"}, Interval: metav1.Duration{Duration: time.Hour}},
 	}); err != nil {
 		b.Fatal(err)
 	}

@@ -205,8 +205,7 @@ func BenchmarkScale(b *testing.B) {
 		g := &v1alpha1.Guard{
 			ObjectMeta: metav1.ObjectMeta{Name: sz.prefix},
 			Spec: v1alpha1.GuardSpec{
-				URL:      "http://" + front.Addr().String() + "/" + sz.prefix + ".git",
-				Ref:      "main",
+				Git:      &v1alpha1.GitSource{URL: "http://" + front.Addr().String() + "/" + sz.prefix + ".git", Ref: "main"},
 				Prune:    true,
 				Interval: metav1.Duration{Duration: 30 * time.Second},
 			},
@@ -222,7 +221,7 @@ func BenchmarkScale(b *testing.B) {
 				return err
 			}
 			if !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) ||
-				got.Status.LastAppliedRevision != rev || got.Status.ManagedObjects != sz.objects() {
+				got.Status.LastAppliedRevision != rev || int(got.Status.ManagedObjects) != sz.objects() {
 				return fmt.Errorf("status %+v", got.Status)
 			}
 			return nil

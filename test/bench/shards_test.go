@@ -158,7 +158,7 @@ func (f *shardFleet) createAndWait(ctx context.Context, rev string) (map[string]
 	if err := forEach(idx, func(g int) error {
 		return f.p.admin.Create(ctx, &v1alpha1.Guard{
 			ObjectMeta: metav1.ObjectMeta{Name: f.guardName(g), Labels: map[string]string{v1alpha1.ShardLabel: f.shardOf(g)}},
-			Spec: v1alpha1.GuardSpec{URL: f.p.gitURL + "/shards.git", Ref: "main", Path: "apps/" + f.guardName(g),
+			Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: f.p.gitURL + "/shards.git", Ref: "main", Path: "apps/" + f.guardName(g)},
 				Interval: metav1.Duration{Duration: 10 * time.Minute}},
 		})
 	}); err != nil {

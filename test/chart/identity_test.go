@@ -52,7 +52,7 @@ func TestRBACPerGuardIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
-		Spec: v1alpha1.GuardSpec{URL: git.URL("tenant"), Ref: "main", Interval: metav1.Duration{Duration: 2 * time.Second}}}
+		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL("tenant"), Ref: "main"}, Interval: metav1.Duration{Duration: 2 * time.Second}}}
 	if err := admin.Create(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}

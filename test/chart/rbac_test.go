@@ -49,7 +49,7 @@ func TestRBAC(t *testing.T) {
 	}
 	for _, name := range []string{"allowed", "denied"} {
 		g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1alpha1.GuardSpec{URL: git.URL(name), Ref: "main", Prune: true, Interval: metav1.Duration{Duration: 2 * time.Second}}}
+			Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL(name), Ref: "main"}, Prune: true, Interval: metav1.Duration{Duration: 2 * time.Second}}}
 		if err := admin.Create(context.Background(), g); err != nil {
 			t.Fatal(err)
 		}

@@ -134,7 +134,7 @@ func TestGetGuards(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, out)
 	}
-	if got.Kind != "Guard" || got.Name != name || got.Status.LastAppliedRevision != repo.Initial || got.Spec.URL != repo.URL {
+	if got.Kind != "Guard" || got.Name != name || got.Status.LastAppliedRevision != repo.Initial || got.Spec.Git.URL != repo.URL {
 		t.Errorf("-o json: %+v", got)
 	}
 

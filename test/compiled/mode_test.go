@@ -55,7 +55,7 @@ func TestCompiledMode(t *testing.T) {
 	}
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: guard},
-		Spec: v1alpha1.GuardSpec{URL: git.URL(guard), Ref: "main", Interval: metav1.Duration{Duration: 30 * time.Second},
+		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL(guard), Ref: "main"}, Interval: metav1.Duration{Duration: 30 * time.Second},
 			Ignore: []v1alpha1.IgnoreRule{{Group: "apps", Kind: "Deployment", Name: "listed", JSONPointers: []string{"/spec/template/spec/containers/0/image"}}}},
 	}
 	if err := admin.Create(ctx, g); err != nil {

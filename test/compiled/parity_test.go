@@ -115,7 +115,7 @@ func TestParity(t *testing.T) {
 	injector := "system:serviceaccount:" + ns + ":injector"
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: guard},
-		Spec: v1alpha1.GuardSpec{URL: git.URL(guard), Ref: "main", Interval: metav1.Duration{Duration: 30 * time.Second},
+		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL(guard), Ref: "main"}, Interval: metav1.Duration{Duration: 30 * time.Second},
 			Ignore: []v1alpha1.IgnoreRule{
 				{Kind: "ConfigMap", Name: "c-ignored", JSONPointers: []string{"/data/tuned", "/metadata/labels/team"}},
 				{Kind: "ConfigMap", Name: "c-injected", ManagedFieldsManagers: []string{"injector"}, Users: []string{injector}},

@@ -133,7 +133,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	}
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: guard},
-		Spec: v1alpha1.GuardSpec{URL: git.URL(guard), Ref: "main", Interval: metav1.Duration{Duration: 30 * time.Second}, Prune: true,
+		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL(guard), Ref: "main"}, Interval: metav1.Duration{Duration: 30 * time.Second}, Prune: true,
 			Ignore: []v1alpha1.IgnoreRule{
 				{Kind: "ConfigMap", Name: "tuned", JSONPointers: []string{"/data/tuned"}},
 				{Group: "apps", Kind: "Deployment", Name: "scaled", JSONPointers: []string{"/spec/replicas"}},

@@ -78,8 +78,8 @@ func TestForceReplacesImmutableChanges(t *testing.T) {
 	waitValue(t, ns, "cm", "two")
 	// The other Job fails; the Guard says which, and after the retry limit it is Stalled.
 	g := waitCondition(t, repo.Guard, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonPartiallySynced, "gave up after 2 retries")
-	if len(g.Status.Failed) != 1 || !strings.Contains(g.Status.Failed[0], "plain") || !strings.Contains(g.Status.Failed[0], "plain.yaml") {
-		t.Fatalf("status.failed = %q, want the plain Job with its file", g.Status.Failed)
+	if len(g.Status.Failed) != 1 || g.Status.Failed[0].Kind != "Job" || g.Status.Failed[0].Name != "plain" || !strings.Contains(g.Status.Failed[0].Error, "plain.yaml") {
+		t.Fatalf("status.failed = %+v, want the plain Job with its file", g.Status.Failed)
 	}
 	var plain batchv1.Job
 	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "plain"}, &plain); err != nil || plain.Spec.Template.Spec.Containers[0].Image != "busybox:1" {
@@ -161,8 +161,8 @@ spec:
 		})
 	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPartiallySynced, "1 of 3 objects failed")
 	waitValue(t, ns, "cm", "one")
-	if len(g.Status.Failed) != 1 || !strings.Contains(g.Status.Failed[0], "svc.yaml") {
-		t.Fatalf("status.failed = %q", g.Status.Failed)
+	if len(g.Status.Failed) != 1 || !strings.Contains(g.Status.Failed[0].Error, "svc.yaml") {
+		t.Fatalf("status.failed = %+v", g.Status.Failed)
 	}
 	wait.Eventually(t, 30*time.Second, "retried", func() error {
 		if g := h.Guard(t, repo.Guard); g.Status.Retries < 2 {
@@ -173,7 +173,7 @@ spec:
 	fixed := repo.Change(t, "fix the port", map[string]string{"svc.yaml": strings.Replace(bad, "700000", "80", 1)})
 	g = h.WaitApplied(t, repo.Guard, fixed)
 	if g.Status.Retries != 0 || len(g.Status.Failed) != 0 {
-		t.Fatalf("after the fix: retries %d failed %q", g.Status.Retries, g.Status.Failed)
+		t.Fatalf("after the fix: retries %d failed %+v", g.Status.Retries, g.Status.Failed)
 	}
 	var svc corev1.Service
 	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "bad"}, &svc); err != nil {

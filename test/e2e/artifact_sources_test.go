@@ -322,27 +322,16 @@ func TestBucketSource(t *testing.T) {
 	waitValue(t, ns, "cm", "two")
 }
 
-// TestGitSourceStruct: spec.git is the same Git source as the top-level url.
-func TestGitSourceStruct(t *testing.T) {
-	t.Parallel()
-	const ns = "git-struct"
-	repo := h.NewGuard(t, "git-struct", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "from spec.git")},
-		func(s *v1alpha1.GuardSpec) {
-			s.Git = &v1alpha1.GitSource{URL: s.URL, Ref: s.Ref}
-			s.URL, s.Ref = "", ""
-		})
-	h.WaitApplied(t, repo.Guard, repo.Initial)
-	waitValue(t, ns, "cm", "from spec.git")
-}
-
 // TestGuardNamesExactlyOneSource: the API server refuses a Guard with no
-// source or with two, with a message that says so.
+// source or with two, with a message that says so, and one in the flat Git
+// form of before (spec.url, spec.ref), which spec.git replaced.
 func TestGuardNamesExactlyOneSource(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, spec, want string }{
 		{"none", "interval: 1m", "a Guard names exactly one source"},
-		{"two", "url: https://git.example/a.git\n  oci:\n    url: oci://r.example/a", "a Guard names exactly one source"},
-		{"git fields without url", "semver: ^1\n  bucket:\n    endpoint: s3.example\n    bucket: b", "spec.ref, spec.semver, spec.path and spec.secretRef belong to the Git form spec.url"},
+		{"two", "git:\n    url: https://git.example/a.git\n  oci:\n    url: oci://r.example/a", "a Guard names exactly one source"},
+		{"flat git form", "url: https://git.example/a.git\n  ref: main", `unknown field "spec.url"`},
+		{"ref and semver", "git:\n    url: https://git.example/a.git\n    ref: main\n    semver: ^1", "spec.git.ref and spec.git.semver exclude each other"},
 		{"tag and digest", "oci:\n    url: oci://r.example/a\n    tag: v1\n    digest: sha256:" + strings.Repeat("a", 64), "spec.oci.tag, spec.oci.semver and spec.oci.digest exclude each other"},
 	}
 	for _, tt := range tests {

@@ -108,7 +108,7 @@ func TestUnreachableGitLeavesEverythingInPlace(t *testing.T) {
 	url := strings.Replace(srv.URL("flaky"), hostOf(srv.URL("flaky")), addr, 1)
 
 	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "unreachable"},
-		Spec: v1alpha1.GuardSpec{URL: url, Ref: "main", Prune: true, Interval: metav1.Duration{Duration: 2 * time.Second}}}
+		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: url, Ref: "main"}, Prune: true, Interval: metav1.Duration{Duration: 2 * time.Second}}}
 	if err := h.Admin.Create(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}

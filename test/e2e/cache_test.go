@@ -29,12 +29,12 @@ func TestPrivateRepositoryNotShared(t *testing.T) {
 	creds := secret(t, ns+"-creds", "git", map[string][]byte{"username": []byte("deploy"), "password": []byte("s3cret")})
 	h.Git.Private("cache-private", "deploy", "s3cret")
 	a := h.NewGuard(t, "cache-private", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "private")},
-		func(s *v1alpha1.GuardSpec) { s.URL, s.SecretRef = url, creds })
+		func(s *v1alpha1.GuardSpec) { s.Git.URL, s.Git.SecretRef = url, creds })
 	h.WaitApplied(t, a.Guard, a.Initial)
 
 	guard := func(name, u, ref string) {
 		g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1alpha1.GuardSpec{URL: u, Ref: ref, Interval: metav1.Duration{Duration: 2 * time.Second}}}
+			Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: u, Ref: ref}, Interval: metav1.Duration{Duration: 2 * time.Second}}}
 		if err := h.Admin.Create(context.Background(), g); err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestPrivateRepositoryNotShared(t *testing.T) {
 		t.Fatalf("A's repository is not where the test looks: %v", err)
 	}
 	guard("cache-file", "file://"+cached, "main")
-	waitCondition(t, "cache-file", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "spec.url \"file://"+cached+"\" is on the guard's own disk")
+	waitCondition(t, "cache-file", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "spec.git.url \"file://"+cached+"\" is on the guard's own disk")
 	guard("cache-path", cached, "main")
 	waitCondition(t, "cache-path", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "start driftguard run with --allow-local-sources")
 	waitValue(t, ns, "cm", "private")

@@ -102,7 +102,7 @@ func TestCommitStatuses(t *testing.T) {
 	}
 	first := commit("initial", map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "git")})
 	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.GuardSpec{URL: h.RepoURL("org/" + name), Ref: "main", Interval: metav1.Duration{Duration: 2 * time.Second}}}
+		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: h.RepoURL("org/" + name), Ref: "main"}, Interval: metav1.Duration{Duration: 2 * time.Second}}}
 	if err := h.Admin.Create(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func TestHelmFromTheCluster(t *testing.T) {
 	}
 
 	repo := h.NewGuard(t, "helm-cluster", true, helmClusterChart, func(s *v1alpha1.GuardSpec) {
-		s.Path = "charts/hc"
+		s.Git.Path = "charts/hc"
 		s.Helm = &v1alpha1.HelmSpec{
 			Namespace: ns,
 			ValuesFrom: []v1alpha1.HelmValuesReference{

@@ -139,8 +139,8 @@ spec:
 			return fmt.Errorf("managedObjects %d, want 2", g.Status.ManagedObjects)
 		case !slices.Contains(kinds, "Namespace") || !slices.Contains(kinds, "ConfigMap"):
 			return fmt.Errorf("inventory %v", kinds)
-		case g.Status.Health != string(health.Missing) || len(g.Status.Unhealthy) != 1 || !strings.Contains(g.Status.Unhealthy[0], "bad"):
-			return fmt.Errorf("health %q unhealthy %q", g.Status.Health, g.Status.Unhealthy)
+		case g.Status.Health != string(health.Missing) || len(g.Status.Unhealthy) != 1 || g.Status.Unhealthy[0].Name != "bad":
+			return fmt.Errorf("health %q unhealthy %+v", g.Status.Health, g.Status.Unhealthy)
 		}
 		return nil
 	})

@@ -59,7 +59,7 @@ patches:
   target: {kind: ConfigMap, name: settings}
 `,
 		"overlays/prod/namespace.yaml": namespace(ns),
-	}, func(s *v1alpha1.GuardSpec) { s.Path = "overlays/prod" })
+	}, func(s *v1alpha1.GuardSpec) { s.Git.Path = "overlays/prod" })
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 	waitValue(t, ns, "prod-settings", "overlay")
 	flags, err := getConfigMap(t, ns, "prod-flags")
@@ -127,7 +127,7 @@ data:
   value: from the subchart
 `,
 	}, func(s *v1alpha1.GuardSpec) {
-		s.Path = "charts/web"
+		s.Git.Path = "charts/web"
 		s.Helm = &v1alpha1.HelmSpec{Namespace: ns, ValuesFiles: []string{"values-prod.yaml"}, Values: &apiextensionsv1.JSON{Raw: values}}
 	})
 	h.WaitApplied(t, repo.Guard, repo.Initial)

@@ -36,7 +36,7 @@ func TestSemverFollowsTheHighestTagInRange(t *testing.T) {
 	t.Parallel()
 	const ns = "semver"
 	repo := h.NewGuard(t, "semver", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "untagged")},
-		func(s *v1alpha1.GuardSpec) { s.Ref, s.SemVer = "", ">=1.0.0 <2" })
+		func(s *v1alpha1.GuardSpec) { s.Git.Ref, s.Git.SemVer = "", ">=1.0.0 <2" })
 	tag := func(version string) string {
 		sha := repo.Change(t, version, map[string]string{"cm.yaml": configMap(ns, "cm", version)})
 		if err := repo.Tag(version); err != nil {
@@ -76,20 +76,20 @@ func TestSSHSourceWithKnownHosts(t *testing.T) {
 
 	good := secret(t, "ssh-creds", "git", map[string][]byte{"identity": key.PrivateKeyPEM, "known_hosts": []byte(srv.KnownHostsLine())})
 	repo := h.NewGuard(t, "ssh-source", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "over ssh")},
-		func(s *v1alpha1.GuardSpec) { s.SecretRef = good })
+		func(s *v1alpha1.GuardSpec) { s.Git.SecretRef = good })
 	// NewGuard points the Guard at the HTTP URL; move it to SSH.
-	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.URL = srv.URL("ssh-source") })
+	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.Git.URL = srv.URL("ssh-source") })
 	applied := h.WaitApplied(t, repo.Guard, repo.Initial)
-	if !strings.HasPrefix(applied.Spec.URL, "ssh://") {
-		t.Fatalf("url %s", applied.Spec.URL)
+	if !strings.HasPrefix(applied.Spec.Git.URL, "ssh://") {
+		t.Fatalf("url %s", applied.Spec.Git.URL)
 	}
 	waitValue(t, ns, "cm", "over ssh")
 
 	// The same key, but known_hosts of another server: the host key does not match.
 	wrong := secret(t, "ssh-wrong", "git", map[string][]byte{"identity": key.PrivateKeyPEM, "known_hosts": []byte(strings.Replace(other.KnownHostsLine(), hostPort(other.Addr()), hostPort(srv.Addr()), 1))})
 	bad := h.NewGuard(t, "ssh-wrong-host", false, map[string]string{"cm.yaml": configMap(ns, "other", "x")},
-		func(s *v1alpha1.GuardSpec) { s.SecretRef = wrong })
-	updateGuard(t, bad.Guard, func(s *v1alpha1.GuardSpec) { s.URL = srv.URL("ssh-wrong-host") })
+		func(s *v1alpha1.GuardSpec) { s.Git.SecretRef = wrong })
+	updateGuard(t, bad.Guard, func(s *v1alpha1.GuardSpec) { s.Git.URL = srv.URL("ssh-wrong-host") })
 	waitCondition(t, bad.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "host key")
 }
 
@@ -146,24 +146,24 @@ func TestHTTPSBasicAuth(t *testing.T) {
 	good := secret(t, "basic-creds", "git", map[string][]byte{"username": []byte("deploy"), "password": []byte("s3cret")})
 	repo := h.NewGuard(t, "basic-auth", true, map[string]string{"ns.yaml": namespace(ns), "cm.yaml": configMap(ns, "cm", "authorized")},
 		func(s *v1alpha1.GuardSpec) {
-			s.URL = "http://" + ln.Addr().String() + "/basic-auth.git"
-			s.SecretRef = good
+			s.Git.URL = "http://" + ln.Addr().String() + "/basic-auth.git"
+			s.Git.SecretRef = good
 		})
 	g := waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAuthFailed,
-		"guard basic-auth: spec.secretRef basic-creds/git: the username and password (basic auth) would go in clear text to http://"+ln.Addr().String()+": use an https:// URL")
+		"guard basic-auth: spec.git.secretRef basic-creds/git: the username and password (basic auth) would go in clear text to http://"+ln.Addr().String()+": use an https:// URL")
 	if msg := findCondition(g, v1alpha1.ConditionReady).Message; strings.Contains(msg, "s3cret") {
 		t.Fatalf("the condition shows the password: %s", msg)
 	}
 
-	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.URL = gitTLS.URL + "/basic-auth.git" })
+	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.Git.URL = gitTLS.URL + "/basic-auth.git" })
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 	waitValue(t, ns, "cm", "authorized")
 
 	wrong := secret(t, "basic-wrong", "git", map[string][]byte{"username": []byte("deploy"), "password": []byte("guess")})
-	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.SecretRef = wrong })
+	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.Git.SecretRef = wrong })
 	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "basic-wrong/git")
 	missing := &v1alpha1.SecretReference{Namespace: "basic-wrong", Name: "absent"}
-	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.SecretRef = missing })
+	updateGuard(t, repo.Guard, func(s *v1alpha1.GuardSpec) { s.Git.SecretRef = missing })
 	waitCondition(t, repo.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAuthFailed, "basic-wrong/absent")
 	if n := plainRequests.Load(); n != 0 {
 		t.Fatalf("the plain HTTP server was asked %d times", n)

@@ -234,7 +234,7 @@ func createGuard(t *testing.T, name string, mods ...func(*v1alpha1.GuardSpec)) {
 	t.Helper()
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.GuardSpec{URL: git.URL(name), Ref: "main", Interval: metav1.Duration{Duration: 30 * time.Second}},
+		Spec:       v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL(name), Ref: "main"}, Interval: metav1.Duration{Duration: 30 * time.Second}},
 	}
 	for _, m := range mods {
 		m(&g.Spec)
@@ -260,7 +260,7 @@ func waitApplied(t *testing.T, g *guardProc, name, rev string, n int, timeout ti
 		if err != nil {
 			return err
 		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) || got.Status.LastAppliedRevision != rev || got.Status.ManagedObjects != n {
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) || got.Status.LastAppliedRevision != rev || int(got.Status.ManagedObjects) != n {
 			return fmt.Errorf("revision %q, %d objects, conditions %+v", got.Status.LastAppliedRevision, got.Status.ManagedObjects, got.Status.Conditions)
 		}
 		return nil

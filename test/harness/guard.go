@@ -49,7 +49,7 @@ func (h *Harness) NewLabelledGuard(t testing.TB, name string, labels map[string]
 	}
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec:       v1alpha1.GuardSpec{URL: h.RepoURL(name), Ref: "main", Prune: prune, Interval: metav1.Duration{Duration: 2 * time.Second}},
+		Spec:       v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: h.RepoURL(name), Ref: "main"}, Prune: prune, Interval: metav1.Duration{Duration: 2 * time.Second}},
 	}
 	for _, mod := range mods {
 		mod(&g.Spec)

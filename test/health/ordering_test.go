@@ -280,7 +280,7 @@ func TestHelmHooks(t *testing.T) {
 	ns := name
 	ctx := context.Background()
 	repo := h.NewGuard(t, name, true, helmChart(ns, "v1", false), func(s *v1alpha1.GuardSpec) {
-		s.Path = "chart"
+		s.Git.Path = "chart"
 		s.Helm = &v1alpha1.HelmSpec{Namespace: ns}
 		s.CreateNamespace = true
 		s.Timeout = &metav1.Duration{Duration: 2 * time.Minute}

@@ -85,7 +85,7 @@ func record(t *testing.T, name string) *recorder {
 }
 
 func (r *recorder) add(g *v1alpha1.Guard) {
-	s := step{At: time.Now(), Health: g.Status.Health, Unhealthy: g.Status.Unhealthy, Rev: g.Status.LastAppliedRevision}
+	s := step{At: time.Now(), Health: g.Status.Health, Unhealthy: unhealthyText(g.Status.Unhealthy), Rev: g.Status.LastAppliedRevision}
 	if c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 		s.Ready, s.Reason = string(c.Status), c.Reason
 	}
@@ -147,4 +147,22 @@ func (r *recorder) String() string {
 		fmt.Fprintf(&b, "  +%6.2fs %s\n", s.At.Sub(r.start).Seconds(), s)
 	}
 	return b.String()
+}
+
+// unhealthyText is status.unhealthy as the Healthy condition's message
+// lists it: "Kind namespace/name: State: message".
+func unhealthyText(list []v1alpha1.UnhealthyObject) []string {
+	var out []string
+	for _, u := range list {
+		name := u.Kind + " " + u.Name
+		if u.Namespace != "" {
+			name = u.Kind + " " + u.Namespace + "/" + u.Name
+		}
+		text := name + ": " + u.State
+		if u.Message != "" {
+			text += ": " + u.Message
+		}
+		out = append(out, text)
+	}
+	return out
 }

@@ -45,7 +45,7 @@ data:
   value: {{ .Values.token | quote }}
 `,
 	}, func(s *v1alpha1.GuardSpec) {
-		s.Path = "chart"
+		s.Git.Path = "chart"
 		s.ServiceAccountName = "team-v"
 		s.Retry = quickRetry()
 		s.Helm = &v1alpha1.HelmSpec{Namespace: ns, ValuesFrom: []v1alpha1.HelmValuesReference{{Kind: "Secret", Name: own.Name}}}

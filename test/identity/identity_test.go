@@ -312,7 +312,7 @@ func TestMissingServiceAccount(t *testing.T) {
 	}
 	wait.Eventually(t, 30*time.Second, "the health check read as the account", func() error {
 		g := h.Guard(t, repo.Guard)
-		if g.Status.Health != string(health.Unknown) || !strings.Contains(strings.Join(g.Status.Unhealthy, ";"), `User "system:serviceaccount:driftguard-system:nobody" cannot get resource "secrets"`) {
+		if g.Status.Health != string(health.Unknown) || !strings.Contains(fmt.Sprint(g.Status.Unhealthy), `User "system:serviceaccount:driftguard-system:nobody" cannot get resource "secrets"`) {
 			return fmt.Errorf("health %s: %v", g.Status.Health, g.Status.Unhealthy)
 		}
 		return nil

@@ -87,7 +87,7 @@ func (e *env) guard(name string, files map[string]string) {
 		e.t.Fatal(err)
 	}
 	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.GuardSpec{URL: e.git.URL(name), Ref: "main", Prune: true, Interval: metav1.Duration{Duration: 3 * time.Second}}}
+		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: e.git.URL(name), Ref: "main"}, Prune: true, Interval: metav1.Duration{Duration: 3 * time.Second}}}
 	if err := e.admin.Create(context.Background(), g); err != nil {
 		e.t.Fatal(err)
 	}

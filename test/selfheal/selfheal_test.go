@@ -226,7 +226,7 @@ func TestSelfHealOffRecordsButKeeps(t *testing.T) {
 	// kubectl get guards shows the drift without waiting for the next full reconcile (interval 1h).
 	wait.Eventually(t, 10*time.Second, "status lists the drifted object", func() error {
 		g := h.Guard(t, repo.Guard)
-		if g.Status.DriftedObjects != 1 || len(g.Status.Drifted) != 1 || g.Status.Drifted[0] != "ConfigMap noheal/cfg" {
+		if g.Status.DriftedObjects != 1 || len(g.Status.Drifted) != 1 || g.Status.Drifted[0] != (v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "noheal", Name: "cfg"}) {
 			return fmt.Errorf("driftedObjects %d drifted %v", g.Status.DriftedObjects, g.Status.Drifted)
 		}
 		return nil

@@ -63,7 +63,7 @@ func waitSync(t *testing.T, guard string, want v1alpha1.SyncSummary) *v1alpha1.G
 			return fmt.Errorf("status.sync %+v", got)
 		}
 		for i, o := range want.Objects {
-			if i >= len(got.Objects) || got.Objects[i].Object != o.Object || got.Objects[i].State != o.State ||
+			if i >= len(got.Objects) || got.Objects[i].ObjectName != o.ObjectName || got.Objects[i].State != o.State ||
 				!slices.Equal(got.Objects[i].Paths, o.Paths) || !strings.Contains(got.Objects[i].Reason, o.Reason) {
 				return fmt.Errorf("status.sync.objects %+v", got.Objects)
 			}
@@ -108,8 +108,8 @@ func TestSyncStateInStatusMetricAndDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSync(t, repo.Guard, v1alpha1.SyncSummary{InSync: 3, OutOfSync: 2, Objects: []v1alpha1.ObjectSync{
-		{Object: "ConfigMap sync-state/a", State: v1alpha1.OutOfSync, Paths: []string{"/data/greeting"}},
-		{Object: "ConfigMap sync-state/c", State: v1alpha1.OutOfSync, Paths: []string{"missing"}},
+		{ObjectName: v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "sync-state", Name: "a"}, State: v1alpha1.OutOfSync, Paths: []string{"/data/greeting"}},
+		{ObjectName: v1alpha1.ObjectName{Kind: "ConfigMap", Namespace: "sync-state", Name: "c"}, State: v1alpha1.OutOfSync, Paths: []string{"missing"}},
 	}})
 
 	// Git moves on; the Guard, suspended, does not apply it: diff says
@@ -147,7 +147,7 @@ func TestSyncStateUnknown(t *testing.T) {
 		"w.yaml":  fmt.Sprintf("apiVersion: nowhere.example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: %s\n", ns),
 	}, func(s *v1alpha1.GuardSpec) { s.Interval = metav1.Duration{Duration: time.Hour} })
 	waitSync(t, repo.Guard, v1alpha1.SyncSummary{InSync: 1, Unknown: 1, Objects: []v1alpha1.ObjectSync{
-		{Object: "Widget sync-unknown/w", State: v1alpha1.Unknown, Reason: "nowhere.example.com/v1/Widget is not watched"},
+		{ObjectName: v1alpha1.ObjectName{Group: "nowhere.example.com", Kind: "Widget", Namespace: "sync-unknown", Name: "w"}, State: v1alpha1.Unknown, Reason: "nowhere.example.com/v1/Widget is not watched"},
 	}})
 	out, code := driftguardCLI(t, "diff", repo.Guard, "--kubeconfig", h.Cluster.AdminKubeconfig)
 	if code != 0 || !strings.Contains(out, "? Widget sync-unknown/w (w.yaml:1@") || !strings.Contains(out, "Unknown: the API server does not serve nowhere.example.com/v1, Kind=Widget") ||

@@ -66,7 +66,7 @@ func deployment(t *testing.T) *appsv1.Deployment {
 // when the TTL ends.
 func TestAdoptBreakGlass(t *testing.T) {
 	repo := h.NewGuard(t, "adopt", true, map[string]string{"apps/web.yaml": adoptManifests}, func(s *v1alpha1.GuardSpec) {
-		s.Path = "apps"
+		s.Git.Path = "apps"
 		s.BreakGlassTTL = &metav1.Duration{Duration: breakGlassTTL}
 	})
 	h.WaitApplied(t, repo.Guard, repo.Initial)

@@ -46,7 +46,7 @@ var shaLine = regexp.MustCompile(`^[0-9a-f]{40}\n$`)
 func TestRollback(t *testing.T) {
 	files := rollbackFiles("rev1")
 	files["README.md"] = "rev1\n"
-	repo := h.NewGuard(t, "rollback", true, files, func(s *v1alpha1.GuardSpec) { s.Path = "deploy" })
+	repo := h.NewGuard(t, "rollback", true, files, func(s *v1alpha1.GuardSpec) { s.Git.Path = "deploy" })
 	rev1 := repo.Initial
 	h.WaitApplied(t, repo.Guard, rev1)
 	waitGreeting(t, "rev1")
@@ -113,18 +113,18 @@ func TestRollback(t *testing.T) {
 // to commit to.
 func TestRollbackRefusals(t *testing.T) {
 	tagged := h.NewGuard(t, "tagged", false, map[string]string{"ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tagged\n"},
-		func(s *v1alpha1.GuardSpec) { s.Ref = "v1" })
+		func(s *v1alpha1.GuardSpec) { s.Git.Ref = "v1" })
 	if err := tagged.Tag("v1"); err != nil {
 		t.Fatal(err)
 	}
 	pinned := h.NewGuard(t, "pinned", false, map[string]string{"ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: pinned\n"})
 	g := h.Guard(t, pinned.Guard)
-	g.Spec.Ref = pinned.Initial
+	g.Spec.Git.Ref = pinned.Initial
 	if err := h.Admin.Update(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}
 	plain := h.NewGuard(t, "plain", false, map[string]string{"ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: plain\n"},
-		func(s *v1alpha1.GuardSpec) { s.Path = "." })
+		func(s *v1alpha1.GuardSpec) { s.Git.Path = "." })
 	admin := h.Cluster.AdminKubeconfig
 	tests := []struct {
 		name string
