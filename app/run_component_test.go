@@ -79,7 +79,7 @@ func TestRunStartsAndStopsCleanly(t *testing.T) {
 		return err
 	})
 	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec: v1alpha1.GuardSpec{URL: e.Git.URL("app"), Ref: "main", Interval: metav1.Duration{Duration: time.Hour}}}
+		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: e.Git.URL("app"), Ref: "main"}, Interval: metav1.Duration{Duration: time.Hour}}}
 	if err := e.Admin.Create(ctx, g); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/render"
 )
 
@@ -24,7 +25,7 @@ func objectNames(keys []render.ObjectKey) []v1alpha1.ObjectName {
 
 // failedObjects is status.failed: up to maxFailedListed entries of cs that
 // failed to apply, in apply order, with their errors.
-func failedObjects(cs ChangeSet) []v1alpha1.FailedObject {
+func failedObjects(cs apply.ChangeSet) []v1alpha1.FailedObject {
 	var failed []v1alpha1.FailedObject
 	for _, e := range cs {
 		if e.Err == nil || len(failed) == maxFailedListed {

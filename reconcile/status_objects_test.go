@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/health"
 	"github.com/driftguard/driftguard/render"
 )
@@ -25,18 +26,18 @@ func TestFailedObjects(t *testing.T) {
 		return render.NewObject(u, render.Source{})
 	}
 	web := v1alpha1.ObjectName{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
-	many := ChangeSet{}
+	many := apply.ChangeSet{}
 	for i := range maxFailedListed + 5 {
-		many = append(many, Entry{Object: obj(fmt.Sprint("d", i)), Err: errors.New("refused")})
+		many = append(many, apply.Entry{Object: obj(fmt.Sprint("d", i)), Err: errors.New("refused")})
 	}
 	for _, tt := range []struct {
 		name  string
-		cs    ChangeSet
+		cs    apply.ChangeSet
 		want  []v1alpha1.FailedObject
 		count int
 	}{
-		{"none failed", ChangeSet{{Object: obj("web"), Action: Configured}}, nil, 0},
-		{"one of two", ChangeSet{{Object: obj("api"), Action: Configured}, {Object: obj("web"), Err: errors.New("web.yaml: field is immutable")}},
+		{"none failed", apply.ChangeSet{{Object: obj("web"), Action: apply.Configured}}, nil, 0},
+		{"one of two", apply.ChangeSet{{Object: obj("api"), Action: apply.Configured}, {Object: obj("web"), Err: errors.New("web.yaml: field is immutable")}},
 			[]v1alpha1.FailedObject{{ObjectName: web, Error: "web.yaml: field is immutable"}}, 1},
 		{"bounded", many, nil, maxFailedListed},
 	} {
