@@ -42,7 +42,7 @@ type Request struct {
 	// "." are the root.
 	Path string
 	Auth *Auth
-	// Field is the spec field of URL (spec.url, spec.git.url), for
+	// Field is the spec field of URL (spec.git.url, spec.oci.url, ...), for
 	// messages; "" says "the source URL".
 	Field string
 	// Failed is a revision that failed before, as the Guard's status

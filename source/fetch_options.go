@@ -124,7 +124,7 @@ func FilesError(what string, max int) *render.LimitError {
 var ErrLocalSource = errors.New("local sources are refused")
 
 // CheckLocal returns an error wrapping ErrLocalSource when rawURL, the
-// value of field (spec.url), names the guard's own disk: a file:// URL or
+// value of field (spec.git.url), names the guard's own disk: a file:// URL or
 // a path, which go-git reads as a local repository. A URL that does not
 // parse is left to the fetch, which reports it.
 func CheckLocal(rawURL, field string) error {
