@@ -44,12 +44,20 @@ func packable(name string) bool {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c == '.' || c == '-' || c == '_' || c == ':' || c == '@' || c == '+' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		if !nameByte(name[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// nameByte reports whether c is a letter, a digit or one of . - _ : @ +.
+func nameByte(c byte) bool {
+	switch {
+	case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		return true
+	}
+	return strings.IndexByte(".-_:@+", c) >= 0
 }
 
 // PackEntries is the data of an index ConfigMap holding entries (object
