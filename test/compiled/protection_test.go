@@ -202,10 +202,17 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	// for that with a server-side dry run, which changes nothing.
 	killed := time.Now()
 	wait.Eventually(t, 60*time.Second, "the API server enforces the compiled policies by itself", func() error {
-		err := kubectl("patch", "configmap", "settings", "--dry-run=server", "--type=merge", "-p", `{"data":{"a":"probe"}}`)
-		if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
-			t.Logf("not yet, %s after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
-			return fmt.Errorf("dry run: %v", err)
+		// Of each policy the guard wrote: the namespaced one and the
+		// cluster-scoped one.
+		for _, args := range [][]string{
+			{"patch", "configmap", "settings", "--dry-run=server", "--type=merge", "-p", `{"data":{"a":"probe"}}`},
+			{"label", "clusterrole", ns + ":reader", "probe=1", "--dry-run=server"},
+		} {
+			err := kubectl(args...)
+			if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+				t.Logf("not yet, %s after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
+				return fmt.Errorf("dry run of %s: %v", args[0], err)
+			}
 		}
 		return nil
 	})
