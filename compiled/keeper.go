@@ -44,6 +44,8 @@ type Keeper struct {
 	mu      sync.Mutex
 	written map[string]writtenObject // by kind/namespace/name
 	builder *Builder
+	// confirmed is the canary token the API server was last seen to read.
+	confirmed string
 }
 
 // KeeperOptions are what a Keeper works with.
@@ -164,6 +166,12 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 	if err := k.writeChanged(ctx, order, live); err != nil {
 		return err
 	}
+	if token := order[len(order)-1].(*corev1.ConfigMap).Data[canaryKey]; token != k.confirmed {
+		if err := k.confirmCanary(ctx, token); err != nil {
+			return err
+		}
+		k.confirmed = token
+	}
 	// Remove what is no longer wanted: bindings before policies, so that
 	// nothing is bound to a missing policy, and the index last.
 	if live == nil {
@@ -218,6 +226,11 @@ func (k *Keeper) wanted(ctx context.Context, ix *Index) ([]client.Object, error)
 	if _, ok := ix.Namespaces[""]; !ok {
 		order = append(order, cfg.indexConfigMap("", nil)) // the cluster binding's parameter always exists
 	}
+	canary, err := cfg.canaryConfigMap(order)
+	if err != nil {
+		return nil, err
+	}
+	order = append(order, canary) // last: once the API server reads it, it reads every index before it
 	if owner != nil {
 		for _, o := range order {
 			o.SetOwnerReferences([]metav1.OwnerReference{*owner})
@@ -272,7 +285,15 @@ func (k *Keeper) Remove(ctx context.Context) error {
 	if len(live) > 0 && k.Removing != nil {
 		k.Removing()
 	}
-	if err := k.deleteAll(ctx, live, nil); err != nil {
+	// The canary stays: were its binding removed with the others, the API
+	// server would stop reading ConfigMap parameters until it restarts.
+	keep := map[string]client.Object{}
+	for id, o := range live {
+		if k.Config.isCanary(o) {
+			keep[id] = o
+		}
+	}
+	if err := k.deleteAll(ctx, live, keep); err != nil {
 		return err
 	}
 	if k.Removed != nil {
@@ -309,7 +330,7 @@ func (k *Keeper) live(ctx context.Context) (map[string]*metav1.PartialObjectMeta
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
-			if _, ok := k.Config.indexOf(o.Namespace, o.Name); l.gvk == cmGVK && !ok {
+			if _, ok := k.Config.indexOf(o.Namespace, o.Name); l.gvk == cmGVK && !ok && !k.Config.isCanary(o) {
 				continue // a label anyone may set: not the guard's to delete
 			}
 			o.SetGroupVersionKind(l.gvk)

@@ -111,7 +111,8 @@ func (c Config) Policies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy
 		ps, bs = append(ps, p), append(bs, b)
 	}
 	p, b := c.indexPolicy()
-	return append(ps, p), append(bs, b)
+	cp, cb := c.canaryPolicy()
+	return append(ps, p, cp), append(bs, b, cb)
 }
 
 func (c Config) rules(k policyKind) []admissionregistrationv1.NamedRuleWithOperations {
@@ -156,11 +157,14 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 		// A Scale has no labels: the index alone says what is managed.
 		match.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: apply.GuardLabel, Operator: metav1.LabelSelectorOpExists}}}
 	}
-	vars, allowed, changed := c.validation(k)
-	// The writers the default policy always allows are left out first, in
-	// the validation itself: a match condition would cost the API server
-	// one more conversion of the object and the index per request.
+	vars, allowed, refused, changed := c.validation(k)
+	// The validation's messageExpression is evaluated on every request the
+	// policy gets past its match conditions, admitted ones included, in an
+	// activation of its own (the API server converts the index again for
+	// it): a match condition true exactly when the validation refuses
+	// leaves an admitted request one activation, not two.
 	allowed = c.exempt() + " || " + allowed
+	refused = "!(" + c.exempt() + ") && " + refused
 	verb := denyVerb // ParseDenial reads the message back
 	if k.mode == "warn" {
 		verb = warnVerb
@@ -172,6 +176,7 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
 			MatchConstraints: match,
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConditions:  []admissionregistrationv1.MatchCondition{{Name: "refused", Expression: refused}},
 			Variables:        vars,
 			Validations: []admissionregistrationv1.Validation{{
 				Expression:        allowed,
@@ -184,44 +189,67 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 }
 
 // validation is the variables of a policy of kind k, the expression that
-// allows a request and the one that says what it changed, for the message.
-func (c Config) validation(k policyKind) (vars []admissionregistrationv1.Variable, allowed, changed string) {
+// allows a request, the same decision's negation without variables (a
+// match condition has none: the values it needs are bound by one-element
+// comprehensions, [value].all(name, ...)), and the expression that says
+// what the request changed, for the message.
+func (c Config) validation(k policyKind) (vars []admissionregistrationv1.Variable, allowed, refused, changed string) {
 	unchangedExpr := byShape(c.Shapes, unchanged)
 	if k.scale {
 		unchangedExpr = byShape(c.Shapes, scaleUnchanged)
 	}
+	deferredExpr := byShape(c.Shapes, deferred)
+	// The object's entry, from its bucket (pack.go): split, not indexOf and
+	// substring, which copy the bucket into runes.
+	bucket := `params.?data.orValue({})[?(request.resource.resource + "." + request.resource.group + "_" + ` + bucketExpr + `)].orValue("")`
+	parts := func(bucket string) string { return bucket + `.split("\n" + request.name + "=", 2)` }
+	entry := func(parts string) string {
+		return `(size(` + parts + `) < 2 ? "" : ` + parts + `[1].split("\n", 2)[0])`
+	}
 	vars = []admissionregistrationv1.Variable{
-		// The object's entry, from its bucket (pack.go).
-		{Name: "bucket", Expression: `params.?data.orValue({})[?(request.resource.resource + "." + request.resource.group + "_" + ` + bucketExpr + `)].orValue("")`},
-		{Name: "at", Expression: `variables.bucket.indexOf("\n" + request.name + "=")`},
-		{Name: "entry", Expression: `variables.at < 0 ? "" : variables.bucket.substring(variables.at + size(request.name) + 2, variables.bucket.indexOf("\n", variables.at + 1))`},
+		{Name: "bucket", Expression: bucket},
+		{Name: "parts", Expression: parts("variables.bucket")},
+		{Name: "entry", Expression: entry("variables.parts")},
 		{Name: "fields", Expression: `variables.entry.split("|")`},
 		{Name: "mode", Expression: `size(variables.fields) == 4 ? variables.fields[0] : ""`},
 		{Name: "shape", Expression: `variables.fields[1]`},
 		{Name: "guard", Expression: `variables.fields[2]`},
 		{Name: "source", Expression: `variables.fields[3]`},
 		{Name: "git", Expression: `params.?data.orValue({})[?("guard." + variables.guard)].orValue("|").split("|")`},
-		{Name: "deferred", Expression: byShape(c.Shapes, deferred)},
+		{Name: "deferred", Expression: deferredExpr},
+	}
+	// In the match condition: dgP the parts, dgE the entry, dgF its fields.
+	inline := strings.NewReplacer("variables.shape", "dgF[1]",
+		"variables.newLabels", "dgNL", "variables.oldLabels", "dgOL", "variables.newAnnotations", "dgNA", "variables.oldAnnotations", "dgOA")
+	inMode := func(body string) string {
+		return fmt.Sprintf(`[%s].all(dgP, [%s].all(dgE, [dgE.split("|")].all(dgF, size(dgF) == 4 && dgF[0] == %s && !(%s) && %s)))`,
+			parts(bucket), entry("dgP"), lit(k.mode), inline.Replace(deferredExpr), body)
 	}
 	allowed = `variables.mode != "` + k.mode + `" || variables.deferred || request.operation == "UPDATE" && variables.unchanged`
 	if k.scale {
 		vars = append(vars, admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr})
+		refused = inMode(`!(request.operation == "UPDATE" && (` + inline.Replace(unchangedExpr) + `))`)
 		changed = `" (scale " + string(oldObject.?spec.?replicas.orValue(0)) + " to " + string(object.?spec.?replicas.orValue(0)) + ")"`
-	} else {
-		vars = append(vars,
-			admissionregistrationv1.Variable{Name: "newLabels", Expression: `object.metadata.?labels.orValue({})`},
-			admissionregistrationv1.Variable{Name: "oldLabels", Expression: `oldObject.metadata.?labels.orValue({})`},
-			admissionregistrationv1.Variable{Name: "newAnnotations", Expression: `object.metadata.?annotations.orValue({})`},
-			admissionregistrationv1.Variable{Name: "oldAnnotations", Expression: `oldObject.metadata.?annotations.orValue({})`},
-			admissionregistrationv1.Variable{Name: "breakGlass", Expression: fmt.Sprintf(
-				`request.operation == "UPDATE" && request.userInfo.?groups.orValue([]).exists(g, g in %s) && variables.newAnnotations[?%s].orValue("").trim() != ""`,
-				list(c.BreakGlassGroups), lit(v1alpha1.BreakGlassAnnotation))},
-			admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr},
-		)
-		allowed = `variables.mode != "` + k.mode + `" || variables.deferred || variables.breakGlass || request.operation == "UPDATE" && variables.unchanged`
-		changed = fmt.Sprintf(`(request.operation == "DELETE" ? " (delete)" : " (changed: " + (object.filter(k, !(k in %[1]s) && (!(k in oldObject) || object[k] != oldObject[k])) + oldObject.filter(k, !(k in %[1]s) && !(k in object)) + (variables.newLabels != variables.oldLabels ? ["metadata.labels"] : []) + (variables.newAnnotations != variables.oldAnnotations ? ["metadata.annotations"] : []) + (object.metadata.?ownerReferences.orValue([]) != oldObject.metadata.?ownerReferences.orValue([]) ? ["metadata.ownerReferences"] : []) + (object.metadata.?finalizers.orValue([]) != oldObject.metadata.?finalizers.orValue([]) ? ["metadata.finalizers"] : [])).join(", ") + ")")`, list(topLevel))
+		return vars, allowed, refused, changed
 	}
-	return vars, allowed, changed
+	breakGlass := fmt.Sprintf(
+		`request.operation == "UPDATE" && request.userInfo.?groups.orValue([]).exists(g, g in %s) && variables.newAnnotations[?%s].orValue("").trim() != ""`,
+		list(c.BreakGlassGroups), lit(v1alpha1.BreakGlassAnnotation))
+	vars = append(vars,
+		admissionregistrationv1.Variable{Name: "newLabels", Expression: `object.metadata.?labels.orValue({})`},
+		admissionregistrationv1.Variable{Name: "oldLabels", Expression: `oldObject.metadata.?labels.orValue({})`},
+		admissionregistrationv1.Variable{Name: "newAnnotations", Expression: `object.metadata.?annotations.orValue({})`},
+		admissionregistrationv1.Variable{Name: "oldAnnotations", Expression: `oldObject.metadata.?annotations.orValue({})`},
+		admissionregistrationv1.Variable{Name: "breakGlass", Expression: breakGlass},
+		admissionregistrationv1.Variable{Name: "unchanged", Expression: unchangedExpr},
+	)
+	allowed = `variables.mode != "` + k.mode + `" || variables.deferred || variables.breakGlass || request.operation == "UPDATE" && variables.unchanged`
+	// A delete has no object: break-glass and unchanged are of updates.
+	refused = inMode(fmt.Sprintf(`(request.operation != "UPDATE" || [object.metadata.?labels.orValue({})].all(dgNL, [oldObject.metadata.?labels.orValue({})].all(dgOL, `+
+		`[object.metadata.?annotations.orValue({})].all(dgNA, [oldObject.metadata.?annotations.orValue({})].all(dgOA, !(%s) && !(%s))))))`,
+		inline.Replace(breakGlass), inline.Replace(unchangedExpr)))
+	changed = fmt.Sprintf(`(request.operation == "DELETE" ? " (delete)" : " (changed: " + (object.filter(k, !(k in %[1]s) && (!(k in oldObject) || object[k] != oldObject[k])) + oldObject.filter(k, !(k in %[1]s) && !(k in object)) + (variables.newLabels != variables.oldLabels ? ["metadata.labels"] : []) + (variables.newAnnotations != variables.oldAnnotations ? ["metadata.annotations"] : []) + (object.metadata.?ownerReferences.orValue([]) != oldObject.metadata.?ownerReferences.orValue([]) ? ["metadata.ownerReferences"] : []) + (object.metadata.?finalizers.orValue([]) != oldObject.metadata.?finalizers.orValue([]) ? ["metadata.finalizers"] : [])).join(", ") + ")")`, list(topLevel))
+	return vars, allowed, refused, changed
 }
 
 // binding binds the policy called name to the index of its scope.
@@ -290,7 +318,7 @@ func (c Config) indexPolicy() (*admissionregistrationv1.ValidatingAdmissionPolic
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					ResourceNames: []string{c.IndexName(), c.ClusterIndexName()},
+					ResourceNames: []string{c.IndexName(), c.ClusterIndexName(), c.CanaryName()},
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
 						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},

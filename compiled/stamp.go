@@ -34,12 +34,14 @@ func (c Config) StampPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy,
 				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: apply.GuardLabel, Operator: metav1.LabelSelectorOpExists}}},
 			},
 			FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
-			MatchConditions: []admissionregistrationv1.MatchCondition{c.notTheGuard(), {
-				// A stamp that already names the writer needs no write (the
-				// object's own, as the request would store it): a merge of
-				// the object costs the API server more than this check.
+			MatchConditions: []admissionregistrationv1.MatchCondition{{
+				// Not the guard, and a stamp that does not name the writer
+				// yet (the object's own, as the request would store it): a
+				// patch of the object costs the API server more than this
+				// check. One condition: the API server evaluates every
+				// condition of a policy before it looks at their results.
 				Name:       "not-stamped-yet",
-				Expression: `object.metadata.?annotations[?` + lit(v1alpha1.APIServerChangedByAnnotation) + `].orValue("") != request.userInfo.username`,
+				Expression: c.notTheGuard().Expression + ` && object.metadata.?annotations[?` + lit(v1alpha1.APIServerChangedByAnnotation) + `].orValue("") != request.userInfo.username`,
 			}},
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 			// A JSON patch, not an apply configuration: the API server

@@ -97,10 +97,20 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Before the guard's policies are in force (another test's guard may
-	// have left them: they are removed here) a tenant makes the index of her
-	// namespace herself, with an entry of her own.
-	if err := admin.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, client.MatchingLabels{compiled.CompiledLabel: webhookName}); err != nil {
+	// have left them: they are removed here, but for the canary, whose
+	// removal would stop the API server's cache of ConfigMap parameters) a
+	// tenant makes the index of her namespace herself, with an entry of her
+	// own.
+	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+	if err := admin.List(ctx, &bindings, client.MatchingLabels{compiled.CompiledLabel: webhookName}); err != nil {
 		t.Fatal(err)
+	}
+	for i := range bindings.Items {
+		if b := &bindings.Items[i]; b.Name != webhookName+"-canary" {
+			if err := admin.Delete(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhookName + "-index", Labels: map[string]string{compiled.IndexLabel: webhookName}},
 		Data: compiled.PackEntries(map[string]string{compiled.Key("", "configmaps", "victim"): "deny||shop|forged.yaml:1"})}
@@ -119,6 +129,8 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 		"config/tuned.yaml":    configMap(ns, "tuned", "  tuned: \"1\"\n  other: \"1\"\n"),
 		"apps/web.yaml":        deployment(ns, "web", 2),
 		"apps/scaled.yaml":     deployment(ns, "scaled", 1),
+		// A name no ConfigMap key may hold: its entry lives in a bucket.
+		"rbac/reader.yaml": fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: %s:reader\nrules: []\n", ns),
 	}
 	for p, c := range files {
 		if err := repo.WriteFile(p, c); err != nil {
@@ -200,8 +212,11 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	// for that with a server-side dry run, which changes nothing.
 	killed := time.Now()
 	wait.Eventually(t, 60*time.Second, "the API server enforces the compiled policies by itself", func() error {
+		// Of each policy the guard wrote: the namespaced one and the
+		// cluster-scoped one.
 		for _, args := range [][]string{
 			{"patch", "configmap", "settings", "--dry-run=server", "--type=merge", "-p", `{"data":{"a":"probe"}}`},
+			{"label", "clusterrole", ns + ":reader", "probe=1", "--dry-run=server"},
 		} {
 			err := kubectl(args...)
 			if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
@@ -217,6 +232,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	denied("kubectl label", "config/settings.yaml:1", kubectl("label", "configmap", "settings", "team=eve"))
 	denied("kubectl annotate", "config/settings.yaml:1", kubectl("annotate", "configmap", "settings", "note=hand"))
 	denied("kubectl delete", "config/settings.yaml:1", kubectl("delete", "configmap", "settings", "--wait=false"))
+	denied("kubectl label of a cluster-scoped object with a colon in its name", "rbac/reader.yaml:1", kubectl("label", "clusterrole", ns+":reader", "team=eve"))
 	denied("kubectl set image", "apps/web.yaml:1", kubectl("set", "image", "deployment/web", "app=nginx:1.28"))
 	denied("kubectl patch of a field no ignore rule hides", "config/tuned.yaml:1",
 		kubectl("patch", "configmap", "tuned", "--type=merge", "-p", `{"data":{"other":"2"}}`))
