@@ -30,8 +30,15 @@ var (
 )
 
 // Binary builds cmd/driftguard (once per test process, into a temporary
-// folder) and returns the path of the binary.
+// folder) and returns the path of the binary; with DRIFTGUARD_TEST_BINARY
+// set (make test builds it once for every suite) it returns that one.
 func Binary() (string, error) {
+	if p := os.Getenv("DRIFTGUARD_TEST_BINARY"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("DRIFTGUARD_TEST_BINARY: %w", err)
+		}
+		return p, nil
+	}
 	buildOnce.Do(func() {
 		root, err := ModuleRoot()
 		if err != nil {
