@@ -31,7 +31,8 @@ import (
 // guard's namespace).
 func (c Config) CanaryName() string { return c.Name + "-canary" }
 
-// canaryProbeName is the ConfigMap the canary policy refuses to create.
+// canaryProbeName is the ConfigMap the canary policy refuses to create in
+// the guard's namespace.
 func (c Config) canaryProbeName() string { return c.Name + "-canary-probe" }
 
 const (
@@ -50,13 +51,15 @@ func (c Config) canaryPolicy() (*admissionregistrationv1.ValidatingAdmissionPoli
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			ParamKind: &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				ResourceNames: []string{c.canaryProbeName()},
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				},
-			}}},
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: c.Namespace}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					ResourceNames: []string{c.canaryProbeName()},
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+					},
+				}}},
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			Validations: []admissionregistrationv1.Validation{{
 				Expression:        "false",
