@@ -32,27 +32,11 @@ import (
 func TestCompiledMode(t *testing.T) {
 	const ns, guard = "lean", "lean"
 	ctx := context.Background()
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.NewRepo(guard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{
+	_, rev := gitNamespace(t, ns, map[string]string{
 		"settings.yaml": configMap(ns, "settings", "  a: \"1\"\n"),
 		"soft.yaml":     strings.Replace(configMap(ns, "soft", "  a: \"1\"\n"), "metadata:\n", "metadata:\n  annotations: {driftguard.io/enforcement: warn}\n", 1),
 		"listed.yaml":   deployment(ns, "listed", 1),
-	}
-	for p, c := range files {
-		if err := repo.WriteFile(p, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rev, err := repo.CommitAndPush("initial")
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: guard},
 		Spec: v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL(guard), Ref: "main"}, Interval: metav1.Duration{Duration: 30 * time.Second},
@@ -101,7 +85,7 @@ func TestCompiledMode(t *testing.T) {
 		return err
 	}
 	// The API server decides, the guard up or not.
-	err = kubectl("patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"a":"2"}}`)
+	err := kubectl("patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"a":"2"}}`)
 	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") || !strings.Contains(err.Error(), "settings.yaml:1") {
 		t.Fatalf("an edit the compiled policies decide: %v", err)
 	}

@@ -79,13 +79,6 @@ type edit struct {
 func TestParity(t *testing.T) {
 	const ns, guard = "parity", "parity"
 	ctx := context.Background()
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.NewRepo(guard)
-	if err != nil {
-		t.Fatal(err)
-	}
 	withAnnotation := func(name, enforcement string) string {
 		ann := ""
 		if enforcement != "" {
@@ -94,7 +87,7 @@ func TestParity(t *testing.T) {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  labels: {team: a}\n%sdata:\n  value: \"1\"\n  tuned: \"1\"\n", name, ns, ann)
 	}
 	objects := []string{"c-deny", "c-warn", "c-off", "c-revert", "c-ignored", "c-injected"}
-	files := map[string]string{
+	_, rev := gitNamespace(t, ns, map[string]string{
 		"c-deny.yaml":     withAnnotation("c-deny", ""),
 		"c-warn.yaml":     withAnnotation("c-warn", "warn"),
 		"c-off.yaml":      withAnnotation("c-off", "off"),
@@ -102,16 +95,7 @@ func TestParity(t *testing.T) {
 		"c-ignored.yaml":  withAnnotation("c-ignored", ""),
 		"c-injected.yaml": withAnnotation("c-injected", ""),
 		"web.yaml":        deployment(ns, "web", 1),
-	}
-	for p, c := range files {
-		if err := repo.WriteFile(p, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rev, err := repo.CommitAndPush("initial")
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	injector := "system:serviceaccount:" + ns + ":injector"
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: guard},

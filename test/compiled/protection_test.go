@@ -26,6 +26,7 @@ import (
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/compiled"
+	"github.com/driftguard/driftguard/gitserver"
 	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
 )
@@ -89,13 +90,50 @@ spec:
 // ignore rule hides, break-glass with a reason, the controller manager
 // scaling for an autoscaler, every write to an object Git does not manage);
 // and the index the policies read cannot be edited by the people it binds.
+
+// gitNamespace creates the namespace ns and a repository of that name
+// holding files in its first commit, and returns the repository and that
+// revision.
+func gitNamespace(t *testing.T, ns string, files map[string]string) (*gitserver.Repo, string) {
+	t.Helper()
+	if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.NewRepo(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo, commit(t, repo, "initial", files)
+}
+
+// commit writes files into repo, pushes them as one commit and returns its
+// revision.
+func commit(t *testing.T, repo *gitserver.Repo, message string, files map[string]string) string {
+	t.Helper()
+	for p, c := range files {
+		if err := repo.WriteFile(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev, err := repo.CommitAndPush(message)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev
+}
+
 // When the guard is back, a new revision reaches the index.
 func TestProtectionWithoutTheGuard(t *testing.T) {
 	const ns, guard = "shop", "shop"
 	ctx := context.Background()
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	repo, rev := gitNamespace(t, ns, map[string]string{
+		"config/settings.yaml": configMap(ns, "settings", "  a: \"1\"\n"),
+		"config/tuned.yaml":    configMap(ns, "tuned", "  tuned: \"1\"\n  other: \"1\"\n"),
+		"apps/web.yaml":        deployment(ns, "web", 2),
+		"apps/scaled.yaml":     deployment(ns, "scaled", 1),
+		// A name no ConfigMap key may hold: its entry lives in a bucket.
+		"rbac/reader.yaml": fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: %s:reader\nrules: []\n", ns),
+	})
 	// Before the guard's policies are in force (another test's guard may
 	// have left them: they are removed here, but for the canary, whose
 	// removal would stop the API server's cache of ConfigMap parameters) a
@@ -118,27 +156,6 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 		return alice.Create(ctx, forged.DeepCopy(), client.DryRunAll)
 	})
 	if err := alice.Create(ctx, forged); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.NewRepo(guard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{
-		"config/settings.yaml": configMap(ns, "settings", "  a: \"1\"\n"),
-		"config/tuned.yaml":    configMap(ns, "tuned", "  tuned: \"1\"\n  other: \"1\"\n"),
-		"apps/web.yaml":        deployment(ns, "web", 2),
-		"apps/scaled.yaml":     deployment(ns, "scaled", 1),
-		// A name no ConfigMap key may hold: its entry lives in a bucket.
-		"rbac/reader.yaml": fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: %s:reader\nrules: []\n", ns),
-	}
-	for p, c := range files {
-		if err := repo.WriteFile(p, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rev, err := repo.CommitAndPush("initial")
-	if err != nil {
 		t.Fatal(err)
 	}
 	g := &v1alpha1.Guard{
@@ -324,13 +341,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	if err := repo.Remove("config/settings.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	if err := repo.WriteFile("config/moved.yaml", "# moved\n"+configMap(ns, "settings", "  a: \"1\"\n")); err != nil {
-		t.Fatal(err)
-	}
-	rev2, err := repo.CommitAndPush("move settings")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rev2 := commit(t, repo, "move settings", map[string]string{"config/moved.yaml": "# moved\n" + configMap(ns, "settings", "  a: \"1\"\n")})
 	if err := p.NotifyPush(ctx, git.URL(guard)); err != nil {
 		t.Logf("push notification: %v (the interval brings it)", err)
 	}

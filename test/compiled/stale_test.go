@@ -11,7 +11,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,20 +32,7 @@ import (
 func TestStaleParameterCacheIsReported(t *testing.T) {
 	const ns, guard = "stale", "stale"
 	ctx := context.Background()
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.NewRepo(guard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.WriteFile("settings.yaml", configMap(ns, "settings", "  a: \"1\"\n")); err != nil {
-		t.Fatal(err)
-	}
-	rev, err := repo.CommitAndPush("initial")
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, rev := gitNamespace(t, ns, map[string]string{"settings.yaml": configMap(ns, "settings", "  a: \"1\"\n")})
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: guard},
 		Spec:       v1alpha1.GuardSpec{Git: &v1alpha1.GitSource{URL: git.URL(guard), Ref: "main"}, Interval: metav1.Duration{Duration: 30 * time.Second}, Prune: true},
@@ -68,13 +54,7 @@ func TestStaleParameterCacheIsReported(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // a stretch of time the bug needs, not a wait for a condition
 
-	if err := repo.WriteFile("added.yaml", configMap(ns, "added", "  a: \"1\"\n")); err != nil {
-		t.Fatal(err)
-	}
-	rev2, err := repo.CommitAndPush("add a ConfigMap")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rev2 := commit(t, repo, "add a ConfigMap", map[string]string{"added.yaml": configMap(ns, "added", "  a: \"1\"\n")})
 	p = startGuard(t, dir, "compiled", nil)
 	waitIndexed(t, ns, compiled.Key("", "configmaps", "added"), "added.yaml:1", rev2)
 	wait.Eventually(t, 90*time.Second, "the guard logs that the API server reads an old index", func() error {
