@@ -79,16 +79,12 @@ func (c Config) canaryPolicy() (*admissionregistrationv1.ValidatingAdmissionPoli
 }
 
 // canaryConfigMap is the canary's parameter, holding the digest of the
-// index ConfigMaps among objects.
-func (c Config) canaryConfigMap(objects []client.Object) (*corev1.ConfigMap, error) {
+// index ConfigMaps among objects (digests: of each object).
+func (c Config) canaryConfigMap(objects []client.Object, digests []string) *corev1.ConfigMap {
 	h := sha256.New()
-	for _, o := range objects {
-		if cm, ok := o.(*corev1.ConfigMap); ok {
-			d, err := digestOf(cm)
-			if err != nil {
-				return nil, err
-			}
-			h.Write([]byte(d))
+	for i, o := range objects {
+		if _, ok := o.(*corev1.ConfigMap); ok {
+			h.Write([]byte(digests[i]))
 		}
 	}
 	l := c.labels()
@@ -96,7 +92,7 @@ func (c Config) canaryConfigMap(objects []client.Object) (*corev1.ConfigMap, err
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: c.CanaryName(), Namespace: c.Namespace, Labels: l},
 		Data:       map[string]string{canaryKey: hex.EncodeToString(h.Sum(nil)[:12])},
-	}, nil
+	}
 }
 
 // isCanary reports whether o is one of the canary's objects.

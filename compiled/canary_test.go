@@ -17,10 +17,15 @@ func TestCanaryToken(t *testing.T) {
 	policies, _ := c.Policies()
 	token := func(objects ...client.Object) string {
 		t.Helper()
-		cm, err := c.canaryConfigMap(objects)
-		if err != nil {
-			t.Fatal(err)
+		digests := make([]string, len(objects))
+		for i, o := range objects {
+			d, err := digestOf(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			digests[i] = d
 		}
+		cm := c.canaryConfigMap(objects, digests)
 		if cm.Name != c.CanaryName() || cm.Namespace != c.Namespace || !c.isCanary(cm) {
 			t.Fatalf("canary %s/%s", cm.Namespace, cm.Name)
 		}

@@ -153,7 +153,7 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 		return err
 	}
 	ix.recordShapes()
-	order, err := k.wanted(ctx, &ix)
+	order, digests, err := k.wanted(ctx, &ix)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 			return err
 		}
 	}
-	if err := k.writeChanged(ctx, order, live); err != nil {
+	if err := k.writeChanged(ctx, order, digests, live); err != nil {
 		return err
 	}
 	if token := order[len(order)-1].(*corev1.ConfigMap).Data[canaryKey]; token != k.confirmed {
@@ -194,15 +194,15 @@ func (k *Keeper) Sync(ctx context.Context, full bool) error {
 
 // wanted is every object ix asks for, in the order they are written:
 // policies before bindings before the index, each owned by Owner's answer
-// when Owner is set.
-func (k *Keeper) wanted(ctx context.Context, ix *Index) ([]client.Object, error) {
+// when Owner is set, and the digest of each.
+func (k *Keeper) wanted(ctx context.Context, ix *Index) ([]client.Object, []string, error) {
 	cfg := k.Config
 	cfg.Resources, cfg.Shapes = ix.Resources, ix.Shapes
 	var owner *metav1.OwnerReference
 	if k.Owner != nil {
 		var err error
 		if owner, err = k.Owner(ctx); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	policies, bindings := cfg.Policies()
@@ -226,30 +226,34 @@ func (k *Keeper) wanted(ctx context.Context, ix *Index) ([]client.Object, error)
 	if _, ok := ix.Namespaces[""]; !ok {
 		order = append(order, cfg.indexConfigMap("", nil)) // the cluster binding's parameter always exists
 	}
-	canary, err := cfg.canaryConfigMap(order)
-	if err != nil {
-		return nil, err
-	}
-	order = append(order, canary) // last: once the API server reads it, it reads every index before it
-	if owner != nil {
-		for _, o := range order {
+	digests := make([]string, 0, len(order)+1)
+	add := func(o client.Object) error {
+		if owner != nil {
 			o.SetOwnerReferences([]metav1.OwnerReference{*owner})
 		}
+		d, err := digestOf(o)
+		digests = append(digests, d)
+		return err
 	}
-	return order, nil
+	for _, o := range order {
+		if err := add(o); err != nil {
+			return nil, nil, err
+		}
+	}
+	canary := cfg.canaryConfigMap(order, digests)
+	if err := add(canary); err != nil {
+		return nil, nil, err
+	}
+	return append(order, canary), digests, nil // the canary last: once the API server reads it, it reads every index before it
 }
 
 // writeChanged writes, in order, each object whose digest differs from the
 // last one written, or (live read) whose live copy differs from what was
 // written: someone changed or deleted it, and it is restored.
-func (k *Keeper) writeChanged(ctx context.Context, order []client.Object, live map[string]*metav1.PartialObjectMetadata) error {
+func (k *Keeper) writeChanged(ctx context.Context, order []client.Object, digests []string, live map[string]*metav1.PartialObjectMetadata) error {
 	var errs []error
-	for _, o := range order {
-		id := objectID(o)
-		digest, err := digestOf(o)
-		if err != nil {
-			return err
-		}
+	for i, o := range order {
+		id, digest := objectID(o), digests[i]
 		last, seen := k.written[id]
 		if seen && last.digest == digest {
 			if live == nil {
