@@ -100,8 +100,10 @@ func metadataUnchanged(md *trie) []string {
 }
 
 // mapEq compares two maps of strings but for the keys cond (of k) names.
+// Equal maps (most updates leave labels and annotations as they were) are
+// told by one comparison, without a comprehension over their keys.
 func mapEq(a, b, cond string) string {
-	return fmt.Sprintf("%s.all(k, %s || (k in %s && %s[k] == %s[k])) && %s.all(k, %s || k in %s)", a, cond, b, a, b, b, cond, a)
+	return fmt.Sprintf("(%s == %s || %s.all(k, %s || (k in %s && %s[k] == %s[k])) && %s.all(k, %s || k in %s))", a, b, a, cond, b, a, b, b, cond, a)
 }
 
 // scaleUnchanged is the same for a write of the scale subresource.
@@ -117,10 +119,13 @@ func scaleUnchanged(s Shape) string {
 // that shape; an unknown shape (an index written before its policy) gets
 // the empty shape's.
 func byShape(shapes []Shape, expr func(Shape) string) string {
-	out := expr(Shape{})
+	def := expr(Shape{})
+	out := def
 	for i := len(shapes) - 1; i >= 0; i-- {
 		s := shapes[i]
-		if s.ID() == "" {
+		// A shape whose expression is the empty shape's needs no branch
+		// (most shapes defer no writer: deferred is false for all).
+		if s.ID() == "" || expr(s) == def {
 			continue
 		}
 		out = fmt.Sprintf("(variables.shape == %s ? (%s) : %s)", lit(s.ID()), expr(s), out)

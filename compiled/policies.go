@@ -218,11 +218,14 @@ func (c Config) validation(k policyKind) (vars []admissionregistrationv1.Variabl
 		{Name: "git", Expression: `params.?data.orValue({})[?("guard." + variables.guard)].orValue("|").split("|")`},
 		{Name: "deferred", Expression: deferredExpr},
 	}
-	// In the match condition: dgP the parts, dgE the entry, dgF its fields.
+	// In the match condition: dgP the parts, dgF the entry's fields, dgNA
+	// and dgOA the annotations; a value read once is not bound (each
+	// binding is a comprehension of its own).
 	inline := strings.NewReplacer("variables.shape", "dgF[1]",
-		"variables.newLabels", "dgNL", "variables.oldLabels", "dgOL", "variables.newAnnotations", "dgNA", "variables.oldAnnotations", "dgOA")
+		"variables.newLabels", "object.metadata.?labels.orValue({})", "variables.oldLabels", "oldObject.metadata.?labels.orValue({})",
+		"variables.newAnnotations", "dgNA", "variables.oldAnnotations", "dgOA")
 	inMode := func(body string) string {
-		return fmt.Sprintf(`[%s].all(dgP, [%s].all(dgE, [dgE.split("|")].all(dgF, size(dgF) == 4 && dgF[0] == %s && !(%s) && %s)))`,
+		return fmt.Sprintf(`[%s].all(dgP, [%s.split("|")].all(dgF, size(dgF) == 4 && dgF[0] == %s && !(%s) && %s))`,
 			parts(bucket), entry("dgP"), lit(k.mode), inline.Replace(deferredExpr), body)
 	}
 	allowed = `variables.mode != "` + k.mode + `" || variables.deferred || request.operation == "UPDATE" && variables.unchanged`
@@ -232,9 +235,11 @@ func (c Config) validation(k policyKind) (vars []admissionregistrationv1.Variabl
 		changed = `" (scale " + string(oldObject.?spec.?replicas.orValue(0)) + " to " + string(object.?spec.?replicas.orValue(0)) + ")"`
 		return vars, allowed, refused, changed
 	}
+	// The annotation first: it is absent from almost every update, and
+	// reading it costs less than a pass over the writer's groups.
 	breakGlass := fmt.Sprintf(
-		`request.operation == "UPDATE" && request.userInfo.?groups.orValue([]).exists(g, g in %s) && variables.newAnnotations[?%s].orValue("").trim() != ""`,
-		list(c.BreakGlassGroups), lit(v1alpha1.BreakGlassAnnotation))
+		`request.operation == "UPDATE" && variables.newAnnotations[?%s].orValue("").trim() != "" && request.userInfo.?groups.orValue([]).exists(g, g in %s)`,
+		lit(v1alpha1.BreakGlassAnnotation), list(c.BreakGlassGroups))
 	vars = append(vars,
 		admissionregistrationv1.Variable{Name: "newLabels", Expression: `object.metadata.?labels.orValue({})`},
 		admissionregistrationv1.Variable{Name: "oldLabels", Expression: `oldObject.metadata.?labels.orValue({})`},
@@ -245,9 +250,11 @@ func (c Config) validation(k policyKind) (vars []admissionregistrationv1.Variabl
 	)
 	allowed = `variables.mode != "` + k.mode + `" || variables.deferred || variables.breakGlass || request.operation == "UPDATE" && variables.unchanged`
 	// A delete has no object: break-glass and unchanged are of updates.
-	refused = inMode(fmt.Sprintf(`(request.operation != "UPDATE" || [object.metadata.?labels.orValue({})].all(dgNL, [oldObject.metadata.?labels.orValue({})].all(dgOL, `+
-		`[object.metadata.?annotations.orValue({})].all(dgNA, [oldObject.metadata.?annotations.orValue({})].all(dgOA, !(%s) && !(%s))))))`,
-		inline.Replace(breakGlass), inline.Replace(unchangedExpr)))
+	// Unchanged first: it admits most updates that get this far (an
+	// ignored field), and break-glass is then not read.
+	refused = inMode(fmt.Sprintf(`(request.operation != "UPDATE" || `+
+		`[object.metadata.?annotations.orValue({})].all(dgNA, [oldObject.metadata.?annotations.orValue({})].all(dgOA, !(%s) && !(%s))))`,
+		inline.Replace(unchangedExpr), inline.Replace(breakGlass)))
 	changed = fmt.Sprintf(`(request.operation == "DELETE" ? " (delete)" : " (changed: " + (object.filter(k, !(k in %[1]s) && (!(k in oldObject) || object[k] != oldObject[k])) + oldObject.filter(k, !(k in %[1]s) && !(k in object)) + (variables.newLabels != variables.oldLabels ? ["metadata.labels"] : []) + (variables.newAnnotations != variables.oldAnnotations ? ["metadata.annotations"] : []) + (object.metadata.?ownerReferences.orValue([]) != oldObject.metadata.?ownerReferences.orValue([]) ? ["metadata.ownerReferences"] : []) + (object.metadata.?finalizers.orValue([]) != oldObject.metadata.?finalizers.orValue([]) ? ["metadata.finalizers"] : [])).join(", ") + ")")`, list(topLevel))
 	return vars, allowed, refused, changed
 }
