@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools test-tools generate verify test test-unit test-e2e test-promrules fuzz fuzz-short bench bench-quick bench-scale soak lint demo image image-docker clean
+.PHONY: all build tools test-tools generate verify test test-unit test-e2e test-promrules fuzz fuzz-short bench bench-quick bench-scale bench-cel soak lint demo image image-docker clean
 
 all: build
 
@@ -68,6 +68,10 @@ bench-quick: test-tools ## The same figures from smaller runs, the long groups' 
 
 bench-scale: test-tools ## The groups longer than make bench at full size: 1,000 Guards (fleet), 100,000 objects, two shards of 1,000 Guards, the Git cache after 1,000 commits; bench/results-scale.json
 	$(GO) run ./test/bench/cmd/benchrun -long -out bench/results-scale.json
+
+# test/celcost is a module of its own (k8s.io/apiserver's CEL packages).
+bench-cel: ## The compiled layer's match conditions under the API server's own CEL evaluation, no API server: each admits and refuses as it must, and its CPU per admitted update beside the floor's (docs/performance.md)
+	cd test/celcost && $(GO) test -mod=mod -bench . -benchtime 2s -count 5 ./...
 
 soak: test-tools ## 100 edits/s for 10 minutes; memory and latency every minute (SOAK=10m)
 	$(GO) test -run '^$$' -bench BenchmarkSoak -benchtime 1x -timeout 30m ./test/bench/ -args -soak $(or $(SOAK),10m)
