@@ -177,7 +177,20 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 	b.ResetTimer()
 	for r := 1; r <= rounds; r++ {
 		value := fmt.Sprintf("v%d", r)
-		guardTimes = append(guardTimes, guardApply(write(value)))
+		rev := write(value)
+		// The last round's apply under the guard's CPU profile
+		// (DRIFTGUARD_BENCH_PROFILE_DIR: where the guard's time goes).
+		var wait func() error
+		if dir := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); dir != "" && r == rounds {
+			wait = e.guard.StartCPUProfile(filepath.Join(dir, "guard-apply.pprof"), 3*time.Second)
+			time.Sleep(100 * time.Millisecond) // the profile started before the push
+		}
+		guardTimes = append(guardTimes, guardApply(rev))
+		if wait != nil {
+			if err := wait(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		roundServerCPU = append(roundServerCPU, guardServerCPU[len(guardServerCPU)-1])
 		kubectlTimes = append(kubectlTimes, kubectl())
 		check(value)

@@ -349,6 +349,32 @@ func (p *Process) SaveHeapProfile(path string) error {
 	return err
 }
 
+// StartCPUProfile has the guard profile its CPU for d (its pprof profile
+// endpoint) and returns a wait that writes the profile to path once d has
+// passed.
+func (p *Process) StartCPUProfile(path string, d time.Duration) (wait func() error) {
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.PprofAddr, int(d.Seconds())))
+		if err != nil {
+			done <- fmt.Errorf("guard CPU profile: %w", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(path)
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(f, resp.Body)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
+}
+
 // NotifyPush tells the guard's push receiver that the repository at url
 // changed, as a Git host's webhook would.
 func (p *Process) NotifyPush(ctx context.Context, url string) error {
