@@ -93,12 +93,18 @@ func matcher(t testing.TB, conditions []admissionregistrationv1.MatchCondition) 
 	return matchconditions.NewMatcher(eval, &fail, "policy", "validate", "celcost")
 }
 
+var alice = &user.DefaultInfo{Name: "alice", Groups: []string{"dev", "system:authenticated"}}
+
 // match evaluates m for alice's update of old to obj.
 func (s setup) match(t testing.TB, m matchconditions.Matcher, obj *corev1.ConfigMap, p runtime.Object) bool {
+	return s.matchAs(t, m, alice, obj, p)
+}
+
+// matchAs evaluates m for who's update of old to obj.
+func (s setup) matchAs(t testing.TB, m matchconditions.Matcher, who user.Info, obj *corev1.ConfigMap, p runtime.Object) bool {
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	alice := &user.DefaultInfo{Name: "alice", Groups: []string{"dev", "system:authenticated"}}
-	attr := admission.NewAttributesRecord(obj, s.old, gvk, obj.Namespace, obj.Name, gvr, "", admission.Update, &metav1.UpdateOptions{}, false, alice)
+	attr := admission.NewAttributesRecord(obj, s.old, gvk, obj.Namespace, obj.Name, gvr, "", admission.Update, &metav1.UpdateOptions{}, false, who)
 	va := &admission.VersionedAttributes{Attributes: attr, VersionedOldObject: admission.NewLazyObject(s.old), VersionedObject: admission.NewLazyObject(obj), VersionedKind: gvk}
 	r := m.Match(context.Background(), va, p, nil)
 	if r.Error != nil {
@@ -130,6 +136,56 @@ func TestRefusedCondition(t *testing.T) {
 	other.Name = "cm-9999"
 	if s.match(t, m, other, s.param) {
 		t.Error("an update of an object the index lacks is refused")
+	}
+	breakGlass := s.edit("value", "edited")
+	breakGlass.Annotations[v1alpha1.BreakGlassAnnotation] = "incident 42"
+	for _, c := range []struct {
+		name    string
+		who     user.Info
+		obj     *corev1.ConfigMap
+		refused bool
+	}{
+		{"the controller manager", &user.DefaultInfo{Name: "system:kube-controller-manager"}, s.edit("value", "edited"), false},
+		{"the guard", &user.DefaultInfo{Name: "system:serviceaccount:driftguard-system:driftguard"}, s.edit("value", "edited"), false},
+		{"a name that only starts like a system one", &user.DefaultInfo{Name: "system:node:"}, s.edit("value", "edited"), true},
+		{"break-glass by the group", &user.DefaultInfo{Name: "bob", Groups: []string{"sre"}}, breakGlass, false},
+		{"break-glass outside the group", alice, breakGlass, true},
+	} {
+		if got := s.matchAs(t, m, c.who, c.obj, s.param); got != c.refused {
+			t.Errorf("%s: refused %v, want %v", c.name, got, c.refused)
+		}
+	}
+}
+
+// TestRefusedConditionHiddenMetadata: a shape whose ignore rules hide a
+// label and an annotation compares the others key by key.
+func TestRefusedConditionHiddenMetadata(t *testing.T) {
+	s := newSetup()
+	shape := compiled.Shape{Paths: [][]string{{"metadata", "labels", "team"}, {"metadata", "annotations", "note"}}}
+	s.config.Shapes = []compiled.Shape{shape}
+	index := s.param.nested.(*corev1.ConfigMap)
+	entries := map[string]string{compiled.Key("", "configmaps", "cm-0007"): "deny|" + shape.ID() + "|shop|cms.yaml:57"}
+	index.Data = compiled.PackEntries(entries)
+	ps, _ := s.config.Policies()
+	m := matcher(t, ps[0].Spec.MatchConditions)
+	for _, c := range []struct {
+		name    string
+		edit    func(*corev1.ConfigMap)
+		refused bool
+	}{
+		{"hidden label", func(o *corev1.ConfigMap) { o.Labels["team"] = "a" }, false},
+		{"hidden annotation", func(o *corev1.ConfigMap) { o.Annotations["note"] = "a" }, false},
+		{"the guard's own annotation", func(o *corev1.ConfigMap) { o.Annotations["driftguard.io/anything"] = "a" }, false},
+		{"another label", func(o *corev1.ConfigMap) { o.Labels["app"] = "a" }, true},
+		{"another annotation", func(o *corev1.ConfigMap) { o.Annotations["other"] = "a" }, true},
+		{"a label removed", func(o *corev1.ConfigMap) { delete(o.Labels, apply.GuardLabel) }, true},
+		{"a field from Git", func(o *corev1.ConfigMap) { o.Data["value"] = "a" }, true},
+	} {
+		obj := s.old.DeepCopy()
+		c.edit(obj)
+		if got := s.match(t, m, obj, s.param); got != c.refused {
+			t.Errorf("%s: refused %v, want %v", c.name, got, c.refused)
+		}
 	}
 }
 
