@@ -210,6 +210,13 @@ func BenchmarkScale(b *testing.B) {
 				Interval: metav1.Duration{Duration: 30 * time.Second},
 			},
 		}
+		// The largest size's apply under the guard's CPU profile
+		// (DRIFTGUARD_BENCH_PROFILE_DIR: the first 20 s from the Guard's
+		// creation).
+		var profiled func() error
+		if dir := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); dir != "" && sz.objects() == sizes[len(sizes)-1].objects() {
+			profiled = guard.StartCPUProfile(filepath.Join(dir, fmt.Sprintf("guard-apply-%d.pprof", sz.objects())), 20*time.Second)
+		}
 		created := time.Now()
 		if err := admin.Create(ctx, g); err != nil {
 			b.Fatal(err)
@@ -229,6 +236,11 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatalf("guard not Ready with %d objects within %s: %v", sz.objects(), scaleReadyWithin, err)
 		}
 		run.apply = time.Since(created)
+		if profiled != nil {
+			if err := profiled(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		run.rssApplied, run.hwmApplied = guard.Mem()
 		if run.heapApplied, err = guard.HeapAfterGC(); err != nil {
 			b.Fatal(err)
