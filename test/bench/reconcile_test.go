@@ -227,11 +227,7 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(g.Seconds(), "guard-s")
 	b.ReportMetric(k.Seconds(), "kubectl-s")
-	var floor float64
-	for _, c := range roundServerCPU {
-		floor += c
-	}
-	floor /= float64(len(roundServerCPU)) * float64(runtime.NumCPU())
+	floor := meanOf(roundServerCPU) / float64(runtime.NumCPU())
 	figure(b, withNote(report.NewFigure(fmt.Sprintf("reconcile_%d_changed", n), g.Seconds(), "s", report.AtMost, k.Seconds()/3).WithBaseline(k.Seconds(), "s"),
 		fmt.Sprintf("guard push → Ready vs kubectl apply --server-side (baseline), mean of %d rounds; target: 3x faster. "+
 			"kube-apiserver and etcd alone spent CPU for %.2f s of all %d cores on each of the guard's applies", rounds, floor, runtime.NumCPU())))
@@ -240,18 +236,20 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 	// against theirs per kubectl apply of the same change.
 	figure(b, withNote(report.NewFigure(fmt.Sprintf("reconcile_%d_changed against the floor", n), g.Seconds()/floor, "x", report.AtMost, 1.15).WithBaseline(floor, "s"),
 		"guard push → Ready over the CPU kube-apiserver and etcd spent on the same applies, divided by the cores (baseline): no client finishes below 1x on this machine"))
-	var kubectlServer float64
-	for _, c := range kubectlServerCPU[1:] {
-		kubectlServer += c
-	}
-	kubectlServer /= float64(len(kubectlServerCPU) - 1)
-	var guardServer float64
-	for _, c := range roundServerCPU {
-		guardServer += c
-	}
-	guardServer /= float64(len(roundServerCPU))
+	kubectlServer, guardServer := meanOf(kubectlServerCPU[1:]), meanOf(roundServerCPU) // kubectl's [0] is the create
 	figure(b, withNote(report.NewFigure(fmt.Sprintf("reconcile_%d_changed API server and etcd CPU against kubectl's", n), guardServer/kubectlServer, "x", report.AtMost, 1).WithBaseline(kubectlServer, "s"),
 		fmt.Sprintf("kube-apiserver and etcd CPU per apply of the change: the guard's %.2f s against kubectl apply --server-side's (baseline), mean of %d rounds", guardServer, rounds)))
+}
+
+func meanOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
 }
 
 func mean(ds []time.Duration) time.Duration {

@@ -214,7 +214,7 @@ func BenchmarkScale(b *testing.B) {
 		// (DRIFTGUARD_BENCH_PROFILE_DIR: the first 20 s from the Guard's
 		// creation).
 		var profiled func() error
-		if dir := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); dir != "" && sz.objects() == sizes[len(sizes)-1].objects() {
+		if dir := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); dir != "" && i == len(sizes)-1 {
 			profiled = guard.StartCPUProfile(filepath.Join(dir, fmt.Sprintf("guard-apply-%d.pprof", sz.objects())), 20*time.Second)
 		}
 		created := time.Now()

@@ -335,18 +335,7 @@ func (p *Process) HeapAfterGC() (float64, error) {
 // SaveHeapProfile writes the guard's heap profile (after a GC) to path, for
 // `go tool pprof`.
 func (p *Process) SaveHeapProfile(path string) error {
-	resp, err := http.Get("http://" + p.PprofAddr + "/debug/pprof/heap?gc=1")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
+	return p.saveProfile("heap?gc=1", path)
 }
 
 // StartCPUProfile has the guard profile its CPU for d (its pprof profile
@@ -354,25 +343,27 @@ func (p *Process) SaveHeapProfile(path string) error {
 // passed.
 func (p *Process) StartCPUProfile(path string, d time.Duration) (wait func() error) {
 	done := make(chan error, 1)
-	go func() {
-		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.PprofAddr, int(d.Seconds())))
-		if err != nil {
-			done <- fmt.Errorf("guard CPU profile: %w", err)
-			return
-		}
-		defer resp.Body.Close()
-		f, err := os.Create(path)
-		if err != nil {
-			done <- err
-			return
-		}
-		_, err = io.Copy(f, resp.Body)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		done <- err
-	}()
+	go func() { done <- p.saveProfile(fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path) }()
 	return func() error { return <-done }
+}
+
+// saveProfile writes what the guard's pprof endpoint /debug/pprof/<query>
+// answers to path.
+func (p *Process) saveProfile(query, path string) error {
+	resp, err := http.Get("http://" + p.PprofAddr + "/debug/pprof/" + query)
+	if err != nil {
+		return fmt.Errorf("guard profile %s: %w", query, err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, resp.Body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // NotifyPush tells the guard's push receiver that the repository at url
