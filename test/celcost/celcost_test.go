@@ -139,6 +139,8 @@ func TestRefusedCondition(t *testing.T) {
 	}
 	breakGlass := s.edit("value", "edited")
 	breakGlass.Annotations[v1alpha1.BreakGlassAnnotation] = "incident 42"
+	blankReason := s.edit("value", "edited")
+	blankReason.Annotations[v1alpha1.BreakGlassAnnotation] = " \t "
 	for _, c := range []struct {
 		name    string
 		who     user.Info
@@ -150,6 +152,7 @@ func TestRefusedCondition(t *testing.T) {
 		{"a name that only starts like a system one", &user.DefaultInfo{Name: "system:node:"}, s.edit("value", "edited"), true},
 		{"break-glass by the group", &user.DefaultInfo{Name: "bob", Groups: []string{"sre"}}, breakGlass, false},
 		{"break-glass outside the group", alice, breakGlass, true},
+		{"break-glass with a blank reason", &user.DefaultInfo{Name: "bob", Groups: []string{"sre"}}, blankReason, true},
 	} {
 		if got := s.matchAs(t, m, c.who, c.obj, s.param); got != c.refused {
 			t.Errorf("%s: refused %v, want %v", c.name, got, c.refused)
