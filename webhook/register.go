@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -345,7 +346,7 @@ const FieldManager = "driftguard"
 // Helm chart installed keeps Helm as the owner of the fields both agree on,
 // and a later helm upgrade does not conflict. It reports whether it wrote.
 func Register(ctx context.Context, c client.Client, r Registration) (bool, error) {
-	written, err := register(ctx, c, r)
+	written, err := register(ctx, c, r, nil)
 	return len(written) > 0, err
 }
 
@@ -355,9 +356,13 @@ type written struct {
 	live, want client.Object
 }
 
-func register(ctx context.Context, c client.Client, r Registration) ([]written, error) {
+// errNotRecreated: a configuration is missing and mayCreate said to leave
+// it so.
+var errNotRecreated = errors.New("webhook configuration missing; not created again")
+
+func register(ctx context.Context, c client.Client, r Registration, mayCreate func() bool) ([]written, error) {
 	var out []written
-	v, err := ensure(ctx, c, r.Configuration(), func(live, want *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
+	v, err := ensure(ctx, c, r.Configuration(), mayCreate, func(live, want *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
 		if apiequality.Semantic.DeepEqual(live.Webhooks, want.Webhooks) {
 			return false
 		}
@@ -370,7 +375,7 @@ func register(ctx context.Context, c client.Client, r Registration) ([]written, 
 	if err != nil {
 		return out, err
 	}
-	m, err := ensure(ctx, c, r.MutatingConfiguration(), func(live, want *admissionregistrationv1.MutatingWebhookConfiguration) bool {
+	m, err := ensure(ctx, c, r.MutatingConfiguration(), mayCreate, func(live, want *admissionregistrationv1.MutatingWebhookConfiguration) bool {
 		if apiequality.Semantic.DeepEqual(live.Webhooks, want.Webhooks) {
 			return false
 		}
@@ -383,15 +388,19 @@ func register(ctx context.Context, c client.Client, r Registration) ([]written, 
 	return out, err
 }
 
-// ensure creates want, or updates the live object when set (which copies
-// want's webhooks into live) reports a difference; it retries when another
-// writer got there first. It returns what it wrote, nil when nothing.
-func ensure[T client.Object](ctx context.Context, c client.Client, want T, set func(live, want T) bool) (*written, error) {
+// ensure creates want (when mayCreate, if set, says so), or updates the
+// live object when set (which copies want's webhooks into live) reports a
+// difference; it retries when another writer got there first. It returns
+// what it wrote, nil when nothing.
+func ensure[T client.Object](ctx context.Context, c client.Client, want T, mayCreate func() bool, set func(live, want T) bool) (*written, error) {
 	kind := kindOf(want)
 	var err error
 	for range 5 {
 		live := want.DeepCopyObject().(T)
 		if err = c.Get(ctx, client.ObjectKeyFromObject(want), live); apierrors.IsNotFound(err) {
+			if mayCreate != nil && !mayCreate() {
+				return nil, errNotRecreated
+			}
 			err = c.Create(ctx, want.DeepCopyObject().(T), client.FieldOwner(FieldManager))
 			if apierrors.IsAlreadyExists(err) {
 				continue

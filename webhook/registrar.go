@@ -39,6 +39,7 @@ type Registrar struct {
 	want         atomic.Pointer[Registration] // the same, for the watch handlers
 	forced       atomic.Bool                  // read the live objects at the next Sync
 	deleted      atomic.Bool                  // a configuration was deleted since the last Sync
+	leftDeleted  atomic.Bool                  // the last Sync found one missing during an uninstall and left it so
 }
 
 // RegistrarOptions configure a Registrar. Client, Mapper and Kinds are
@@ -117,6 +118,12 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
 	uninstallLogged := false
+	sayLeftDeleted := func() {
+		if !uninstallLogged {
+			r.Log.Info("webhook configuration deleted while the guard's Deployment is gone (uninstall): not restored")
+			uninstallLogged = true
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,13 +133,14 @@ func (r *Registrar) Run(ctx context.Context, reg Registration) error {
 		}
 		if r.deleted.Load() && uninstall.After(ctx, r.UninstallGrace, r.Uninstalling) {
 			// Asked again at every later tick, so a mistaken "gone" only delays.
-			if !uninstallLogged {
-				r.Log.Info("webhook configuration deleted while the guard's Deployment is gone (uninstall): not restored")
-				uninstallLogged = true
-			}
+			sayLeftDeleted()
 			continue
 		}
 		if err := r.Sync(ctx); err == nil {
+			if r.leftDeleted.Load() {
+				sayLeftDeleted()
+				continue
+			}
 			r.deleted.Store(false)
 		} else {
 			r.Log.Error(err, "webhook registration failed; retrying")
@@ -175,11 +183,25 @@ func (r *Registrar) Sync(ctx context.Context) error {
 	// A write the guard's own wish does not explain (the same registration
 	// as last time) restores what someone else deleted or changed.
 	restoring := r.last != nil && sameRegistration(*r.last, reg)
-	written, err := register(ctx, r.Client, reg)
+	// A configuration found missing is an uninstall's while the guard's
+	// Deployment is gone, whatever woke this Sync (the watch's delete event
+	// may come after it): then it is left deleted and the Run loop says so.
+	var mayCreate func() bool
+	if r.last != nil && r.Uninstalling != nil {
+		mayCreate = func() bool { return !r.Uninstalling(ctx) }
+	}
+	written, err := register(ctx, r.Client, reg, mayCreate)
 	for _, w := range written {
 		if restoring {
 			r.restored(ctx, w)
 		}
+	}
+	uninstalled := errors.Is(err, errNotRecreated)
+	r.leftDeleted.Store(uninstalled)
+	if uninstalled {
+		r.deleted.Store(true)
+		r.forced.Store(true)
+		return nil
 	}
 	if err != nil {
 		r.forced.Store(true)
