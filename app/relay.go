@@ -53,6 +53,10 @@ func (r *relay) Live(gvk schema.GroupVersionKind, namespace, name string) (*unst
 	return r.must().watcher.Live(gvk, namespace, name)
 }
 
+func (r *relay) LiveVersion(gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
+	return r.must().watcher.LiveVersion(gvk, namespace, name)
+}
+
 // applied hands the answer to each of the guard's own applies (self-heal's
 // too) to the health tracker and to the inventory of what the guard
 // applied, the only objects prune may delete.

@@ -77,6 +77,14 @@ type LiveLookup interface {
 	Live(gvk schema.GroupVersionKind, namespace, name string) (obj *unstructured.Unstructured, known bool)
 }
 
+// LiveCache is a LiveLookup that also tells a cached object's
+// resourceVersion without decoding it (false when it is not cached or its
+// kind not watched), so that an apply can trust an earlier comparison.
+type LiveCache interface {
+	LiveLookup
+	LiveVersion(gvk schema.GroupVersionKind, namespace, name string) (string, bool)
+}
+
 // Applier writes desired objects with server-side apply.
 type Applier struct {
 	Client client.Client
@@ -85,7 +93,7 @@ type Applier struct {
 	// every managed kind, a second copy of what the drift informers hold.
 	Reader client.Reader
 	// Live, when set, lets Apply skip objects already in sync without an API call.
-	Live LiveLookup
+	Live LiveCache
 	// Rules, when set, returns a guard's ignore rules: ignored fields are
 	// neither compared nor taken back from their owner on apply.
 	Rules func(guard string) []*drift.Rule
@@ -218,12 +226,13 @@ func (a *Applier) applyOne(ctx context.Context, o *render.Object, opts Options) 
 	gvk := o.GVK()
 	var live *unstructured.Unstructured
 	if a.Live != nil {
+		if uid, ok := a.knownInSync(o); ok {
+			return Unchanged, uid, nil
+		}
 		var known bool
 		if live, known = a.Live.Live(gvk, o.Key.Namespace, o.Key.Name); known && live != nil {
-			if len(o.Drift(live.Object, a.Options(o.Obj(), live.Object))) == 0 {
-				if uid, ok := AppliedBy(live, o.Obj().GetLabels()[GuardLabel]); ok {
-					return Unchanged, uid, nil
-				}
+			if uid, ok := a.compareKept(o, live); ok {
+				return Unchanged, uid, nil
 			}
 		}
 	}
@@ -294,8 +303,11 @@ func (a *Applier) write(ctx context.Context, want *render.Object, live *unstruct
 		u = again
 	}
 	want.SetServerValues(drift.ServerValuesOf(sent, u.Object, opts))
-	if !dryRun && a.Applied != nil {
-		a.Applied(u)
+	if !dryRun {
+		a.keepAnswer(want, u)
+		if a.Applied != nil {
+			a.Applied(u)
+		}
 	}
 	return action, u, nil
 }

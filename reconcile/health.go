@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -180,22 +181,18 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 			r = t.read(ctx, reader, tg.gvk, tg.key)
 			again(recheckUnless(r, ServiceRecheck))
 		case tg.gvk.Group == "" && tg.gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && reader != nil:
-			if live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name); ok && live != nil && withEndpoints(live) {
-				if cached, left, ok := t.cachedService(tg.key, live); ok {
-					r = cached
-					again(recheckUnless(r, left))
-				} else {
-					services[i] = live
-				}
+			if cached, left, kept, live := t.remembered(tg); kept {
+				r = cached
+				again(recheckUnless(r, left))
+			} else if live != nil && withEndpoints(live) {
+				services[i] = live
 			}
 		case withPods(tg.gvk, r) && t.Live != nil && reader != nil:
-			if live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name); ok && live != nil {
-				if cached, left, ok := t.cachedService(tg.key, live); ok {
-					r = crashingOr(cached, r)
-					again(recheckUnless(cached, left))
-				} else {
-					deployments[i] = live
-				}
+			if cached, left, kept, live := t.remembered(tg); kept {
+				r = crashingOr(cached, r)
+				again(recheckUnless(cached, left))
+			} else if live != nil {
+				deployments[i] = live
 			}
 		}
 		if !r.Until.IsZero() {
@@ -308,13 +305,38 @@ func (t *HealthTracker) readerName(g *v1alpha1.Guard) string {
 	return name
 }
 
-// cachedService returns the remembered health of a Service, and how long
-// it is kept still: while it is Healthy and unchanged, else for its recheck.
-func (t *HealthTracker) cachedService(key render.ObjectKey, live *unstructured.Unstructured) (health.Result, time.Duration, bool) {
+// remembered returns the kept answer for a Service or Deployment while its
+// live object has not changed (kept, and how long it holds), or else the
+// live object to assess (nil when it is not cached). The resourceVersion is
+// read without decoding the object when the live cache can tell it
+// (apply.LiveCache): a full reconcile of unchanged objects then decodes none
+// of them.
+func (t *HealthTracker) remembered(tg healthTarget) (r health.Result, left time.Duration, kept bool, live *unstructured.Unstructured) {
+	if lc, ok := t.Live.(apply.LiveCache); ok {
+		if rv, ok := lc.LiveVersion(tg.gvk, tg.key.Namespace, tg.key.Name); ok {
+			if r, left, ok := t.cachedAt(tg.key, rv); ok {
+				return r, left, true, nil
+			}
+		}
+	}
+	live, ok := t.Live.Live(tg.gvk, tg.key.Namespace, tg.key.Name)
+	if !ok || live == nil {
+		return health.Result{}, 0, false, nil
+	}
+	if r, left, ok := t.cachedAt(tg.key, live.GetResourceVersion()); ok {
+		return r, left, true, nil
+	}
+	return health.Result{}, 0, false, live
+}
+
+// cachedAt returns the remembered health of a Service or Deployment at
+// resourceVersion rv, and how long it is kept still: while it is Healthy
+// and unchanged, else for its recheck.
+func (t *HealthTracker) cachedAt(key render.ObjectKey, rv string) (health.Result, time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev, ok := t.services[key]
-	if !ok || prev.resourceVersion != live.GetResourceVersion() {
+	if !ok || prev.resourceVersion != rv {
 		return health.Result{}, 0, false
 	}
 	if prev.result.State == health.Healthy {
@@ -391,15 +413,16 @@ func crashingOr(pods, own health.Result) health.Result {
 }
 
 // assessPods checks the pods of Deployments (health.CrashingPods), read
-// from the API server by each one's selector. The answer is kept like a
-// Service's (cachedService): while the Deployment does not change when
+// from the API server (podsByNamespace). The answer is kept like a
+// Service's (cachedAt): while the Deployment does not change when
 // none of its pods crash-loops, else for a recheck that grows while
 // nothing changes. A crash-looping pod changes its Deployment's status at
 // every restart, so its answer is read afresh then.
 func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, deployments map[int]*unstructured.Unstructured) map[int]serviceHealth {
 	out := make(map[int]serviceHealth, len(deployments))
+	pods := podsByNamespace(ctx, reader, deployments)
 	for i, d := range deployments {
-		r, crashing, err := health.CrashingPods(ctx, d, health.ClientLookup(reader))
+		r, crashing, err := health.CrashingPods(ctx, d, pods(d.GetNamespace()))
 		switch {
 		case apierrors.IsForbidden(err):
 			// The reader may not list pods: the Deployment's own status
@@ -424,6 +447,51 @@ func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, de
 		out[i] = sh
 	}
 	return out
+}
+
+// podsByNamespace returns where the pods of deployments are looked up: a
+// namespace holding two or more of them is listed once (its pods filtered
+// by each selector here), one holding one is asked by that selector, as a
+// namespace's other pods may be many.
+func podsByNamespace(ctx context.Context, reader client.Reader, deployments map[int]*unstructured.Unstructured) func(namespace string) health.Lookup {
+	per := map[string]int{}
+	for _, d := range deployments {
+		per[d.GetNamespace()]++
+	}
+	direct := health.ClientLookup(reader)
+	listed := map[string]health.Lookup{}
+	for ns, n := range per {
+		if n >= 2 {
+			objs, err := direct.List(ctx, health.PodGVK, ns, nil)
+			listed[ns] = listedPods{objs: objs, err: err}
+		}
+	}
+	return func(namespace string) health.Lookup {
+		if l, ok := listed[namespace]; ok {
+			return l
+		}
+		return direct
+	}
+}
+
+// listedPods answers from one list of a namespace's pods, or with the error
+// that list met.
+type listedPods struct {
+	objs []*unstructured.Unstructured
+	err  error
+}
+
+func (l listedPods) List(_ context.Context, _ schema.GroupVersionKind, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	var out []*unstructured.Unstructured
+	for _, p := range l.objs {
+		if p.GetNamespace() == namespace && (selector == nil || selector.Matches(labels.Set(p.GetLabels()))) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // Forget drops what is remembered of a Guard and its Services.

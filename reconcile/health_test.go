@@ -2,13 +2,16 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -159,5 +162,42 @@ func TestAppliedForgetsWhatNoSummaryAsksAbout(t *testing.T) {
 	tr.Applied(deploy("web", "u2", "20", 1))
 	if _, ok := tr.applied[render.KeyOf(old)]; ok || len(tr.applied) != 1 {
 		t.Fatalf("remembered %v, want only web", tr.applied)
+	}
+}
+
+func TestListedPods(t *testing.T) {
+	pod := func(ns, name, app string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"app": app}}}}
+	}
+	l := listedPods{objs: []*unstructured.Unstructured{pod("shop", "web-1", "web"), pod("shop", "api-1", "api"), pod("other", "web-2", "web")}}
+	web := labels.SelectorFromSet(labels.Set{"app": "web"})
+	tests := []struct {
+		name      string
+		l         listedPods
+		namespace string
+		selector  labels.Selector
+		want      []string
+		wantErr   bool
+	}{
+		{"the selector's pods of the namespace", l, "shop", web, []string{"web-1"}, false},
+		{"another namespace's pods are not its", l, "other", web, []string{"web-2"}, false},
+		{"no selector: every pod of the namespace", l, "shop", nil, []string{"web-1", "api-1"}, false},
+		{"the list's error", listedPods{err: errors.New("forbidden")}, "shop", web, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.l.List(context.Background(), health.PodGVK, tt.namespace, tt.selector)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error %v, want one: %v", err, tt.wantErr)
+			}
+			var names []string
+			for _, p := range got {
+				names = append(names, p.GetName())
+			}
+			if !slices.Equal(names, tt.want) {
+				t.Fatalf("pods %v, want %v", names, tt.want)
+			}
+		})
 	}
 }

@@ -149,6 +149,27 @@ func (e *readsEnv) create(t *testing.T, manifests string) []*unstructured.Unstru
 	return out
 }
 
+// webDeployment runs one replica of app web; webService selects it.
+const (
+	webDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: "registry.example/app:1"}]}
+`
+	webService = `apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+`
+)
+
 // TestHealthReadsOnlyWhatDecides: on a real API server, a Deployment
 // scaled to zero is Healthy without a pod list, one with replicas is
 // checked with its pods; a Service without a selector is not checked with
@@ -172,28 +193,23 @@ spec:
     metadata: {labels: {app: idle}}
     spec: {containers: [{name: app, image: "registry.example/app:1"}]}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: shop}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: app, image: "registry.example/app:1"}]}
----
+`+webDeployment+`---
 apiVersion: v1
 kind: Service
 metadata: {name: external, namespace: shop}
 spec:
   ports: [{port: 80}]
 ---
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: shop}
+`+webService+`---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
 spec:
-  selector: {app: web}
-  ports: [{port: 80}]
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: app, image: "registry.example/api:1"}]}
 ---
 apiVersion: v1
 kind: Service
@@ -215,6 +231,7 @@ spec:
 	}{
 		{"Deployment scaled to zero: no pod list", []string{"Deployment/idle"}, 0, 0},
 		{"Deployment with replicas: its pods", []string{"Deployment/web"}, 1, 0},
+		{"two Deployments with replicas in one namespace: one pod list", []string{"Deployment/web", "Deployment/api"}, 1, 0},
 		{"Service without selector: no EndpointSlice list", []string{"Service/external"}, 0, 0},
 		{"Service with selector: its EndpointSlices", []string{"Service/web"}, 0, 1},
 	} {
@@ -251,6 +268,66 @@ spec:
 			t.Fatalf("batch %v: %d EndpointSlice lists for two Guards' Services in one namespace, want %d", batch, eps, want)
 		}
 	}
+}
+
+// versionedState is apiState that, like the drift informers' cache, also
+// tells an object's resourceVersion without decoding it (apply.LiveCache),
+// and counts the objects it decodes.
+type versionedState struct {
+	apiState
+	decoded *int
+}
+
+func (s versionedState) Live(gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, bool) {
+	*s.decoded++
+	return s.apiState.Live(gvk, ns, name)
+}
+
+func (s versionedState) LiveVersion(gvk schema.GroupVersionKind, ns, name string) (string, bool) {
+	u, _ := s.apiState.Live(gvk, ns, name)
+	if u == nil {
+		return "", false
+	}
+	return u.GetResourceVersion(), true
+}
+
+// TestHealthDecodesOnlyChangedObjects: on a real API server, a summary of
+// a Deployment and a Service that have not changed since the last one
+// decodes neither and reads nothing (their answers are kept by
+// resourceVersion); once the Service changes it is decoded and its
+// EndpointSlices read again.
+func TestHealthDecodesOnlyChangedObjects(t *testing.T) {
+	e := startReadsEnv(t)
+	ctx := t.Context()
+	if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
+		t.Fatal(err)
+	}
+	objs := e.create(t, webDeployment+"---\n"+webService)
+	counter := &countingReader{Reader: e.reader}
+	var decoded int
+	st := versionedState{apiState{e.reader}, &decoded}
+	tr := &HealthTracker{Source: st, Live: st, Reader: counter}
+	g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "g"}}
+	snap := snapshotOf(t, objs...)
+	summarize := func(step string, wantDecoded, wantPods, wantEPSs int) {
+		t.Helper()
+		decoded = 0
+		tr.Summarize(ctx, g, snap)
+		if pods, eps := counter.take("PodList"), counter.take("EndpointSliceList"); decoded != wantDecoded || pods != wantPods || eps != wantEPSs {
+			t.Fatalf("%s: %d objects decoded, %d pod lists, %d EndpointSlice lists; want %d, %d, %d", step, decoded, pods, eps, wantDecoded, wantPods, wantEPSs)
+		}
+	}
+	summarize("first summary", 2, 1, 1)
+	summarize("nothing changed", 0, 0, 0)
+	svc := &corev1.Service{}
+	if err := e.admin.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Labels = map[string]string{"changed": "yes"}
+	if err := e.admin.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	summarize("the Service changed", 1, 0, 1)
 }
 
 // countingStatus counts the status patches sent through a client of the

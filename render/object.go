@@ -11,6 +11,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/driftguard/driftguard/drift"
+	"github.com/driftguard/driftguard/jsonpack"
 	"github.com/driftguard/driftguard/redact"
 )
 
@@ -18,9 +19,9 @@ import (
 //
 // While a snapshot is rendered and decorated its objects are nested maps
 // that may be changed (SetObj). Once finished (Snapshot.Freeze) an object
-// keeps only its compact JSON, and Obj decodes it again when asked: a
-// ConfigMap costs a few hundred bytes that way instead of several KiB of
-// maps, which is most of what a guard of thousands of objects holds. A
+// keeps only its JSON, packed (jsonpack), and Obj decodes it again when
+// asked: a ConfigMap costs about a hundred bytes that way instead of several
+// KiB of maps, which is most of what a guard of thousands of objects holds. A
 // decoding is kept, through a weak pointer, for as long as anyone still uses
 // it, so the calls of one comparison decode once.
 type Object struct {
@@ -29,9 +30,10 @@ type Object struct {
 
 	gvk     schema.GroupVersionKind
 	obj     *unstructured.Unstructured // until frozen, and when it cannot be
-	raw     []byte                     // the object as JSON, once frozen
+	raw     []byte                     // the object's JSON, packed, once frozen
 	decoded atomic.Pointer[weak.Pointer[unstructured.Unstructured]]
 	server  atomic.Pointer[drift.ServerValues] // see ServerValues
+	verdict atomic.Pointer[Verdict]            // see InSync
 	// sensitive are the secret values of the render the object comes
 	// from (shared by all its objects); nil when it had none.
 	sensitive *redact.Sensitive
@@ -62,6 +64,7 @@ func NewObject(u *unstructured.Unstructured, src Source) *Object {
 func (o *Object) SetObj(u *unstructured.Unstructured) {
 	o.obj, o.raw, o.Key, o.gvk = u, nil, KeyOf(u), u.GroupVersionKind()
 	o.decoded.Store(nil)
+	o.verdict.Store(nil)
 }
 
 // Obj returns the object. Callers must not modify it, except while its
@@ -76,8 +79,12 @@ func (o *Object) Obj() *unstructured.Unstructured {
 		}
 	}
 	var m map[string]any
-	if err := utiljson.Unmarshal(o.raw, &m); err != nil || m == nil {
-		// Unreachable: freeze wrote raw with encoding/json from a map.
+	raw, err := jsonpack.Unpack(o.raw)
+	if err == nil {
+		err = utiljson.Unmarshal(raw, &m)
+	}
+	if err != nil || m == nil {
+		// Unreachable: freeze packed what encoding/json wrote from a map.
 		m = map[string]any{"apiVersion": o.gvk.GroupVersion().String(), "kind": o.gvk.Kind}
 	}
 	u := &unstructured.Unstructured{Object: m}
@@ -99,13 +106,14 @@ func (o *Object) freeze() {
 	if err != nil {
 		return
 	}
-	o.raw, o.obj = raw, nil
+	o.raw, o.obj = jsonpack.Pack(raw), nil
 }
 
 // sameContent reports whether o and p hold the same object.
 func (o *Object) sameContent(p *Object) bool {
 	if o.raw != nil && p.raw != nil {
-		return string(o.raw) == string(p.raw) // encoding/json sorts map keys
+		// encoding/json sorts map keys; the same JSON packs the same.
+		return string(o.raw) == string(p.raw)
 	}
 	return reflect.DeepEqual(o.Obj().Object, p.Obj().Object)
 }

@@ -30,9 +30,10 @@ func (o *Object) Drift(live map[string]any, opts drift.Options) []drift.Change {
 	return sv.Filter(changes)
 }
 
-// InheritServerValues copies the server values of every object that prev
-// holds unchanged (same key, same content), so a new revision does not make
-// objects it did not touch look drifted until they are applied again.
+// InheritServerValues copies the server values (and the in-sync verdict) of
+// every object that prev holds unchanged (same key, same content), so a new
+// revision does not make objects it did not touch look drifted until they
+// are applied again, nor compares them again while their live state stays.
 func (s *Snapshot) InheritServerValues(prev *Snapshot) {
 	if prev == nil || prev == s {
 		return
@@ -43,8 +44,13 @@ func (s *Snapshot) InheritServerValues(prev *Snapshot) {
 			continue
 		}
 		sv, checked := p.ServerValues()
-		if checked && o.sameContent(p) {
-			o.SetServerValues(sv)
+		if !checked || !o.sameContent(p) {
+			continue
+		}
+		o.SetServerValues(sv)
+		if v, ok := p.InSync(); ok {
+			v.server = o.server.Load()
+			o.verdict.Store(&v)
 		}
 	}
 }

@@ -19,23 +19,26 @@ import (
 // claimant, in claim order, takes over. Conflicts lists the keys a Guard
 // claims but does not own.
 type Store struct {
-	mu     sync.RWMutex
-	snaps  map[string]*Snapshot
-	claims map[ObjectKey][]string // guards claiming a key, in claim order; [0] owns it
-	index  map[ObjectKey]owned
+	mu    sync.RWMutex
+	snaps map[string]*Snapshot
+	index map[ObjectKey]owned // one entry a key, its claims inside
 
 	subMu sync.Mutex
 	subs  []func()
 }
 
+// owned is the Guard that owns a key (claimed it first), its object, and the
+// other Guards that claim the key, in claim order: rare, so a key costs one
+// map entry.
 type owned struct {
-	guard string
-	obj   *Object
+	guard  string
+	obj    *Object
+	others []string
 }
 
 // NewStore returns an empty Store.
 func NewStore() *Store {
-	return &Store{snaps: map[string]*Snapshot{}, claims: map[ObjectKey][]string{}, index: map[ObjectKey]owned{}}
+	return &Store{snaps: map[string]*Snapshot{}, index: map[ObjectKey]owned{}}
 }
 
 // Set replaces the snapshot of guard; a nil snapshot removes the guard.
@@ -60,7 +63,7 @@ func (s *Store) Set(guard string, snap *Snapshot) {
 	}
 	for _, o := range snap.Objects {
 		if _, had := old.get(o.Key); !had {
-			s.claims[o.Key] = append(s.claims[o.Key], guard)
+			s.claim(guard, o.Key)
 		}
 		s.reindex(o.Key)
 	}
@@ -83,26 +86,49 @@ func (s *Store) Remove(guard string) {
 	redact.Secrets.Forget(guard)
 }
 
-// unclaim drops guard's claim on k and re-indexes k. Callers hold mu.
-func (s *Store) unclaim(guard string, k ObjectKey) {
-	c := slices.DeleteFunc(s.claims[k], func(g string) bool { return g == guard })
-	if len(c) == 0 {
-		delete(s.claims, k)
-	} else {
-		s.claims[k] = c
+// claim adds guard's claim on k, after the claims before it. Callers hold
+// mu and reindex k.
+func (s *Store) claim(guard string, k ObjectKey) {
+	o, ok := s.index[k]
+	switch {
+	case !ok:
+		s.index[k] = owned{guard: guard}
+	case o.guard != guard && !slices.Contains(o.others, guard):
+		o.others = append(slices.Clone(o.others), guard)
+		s.index[k] = o
 	}
+}
+
+// unclaim drops guard's claim on k and re-indexes k: the next claim in
+// order owns k when guard did. Callers hold mu.
+func (s *Store) unclaim(guard string, k ObjectKey) {
+	o, ok := s.index[k]
+	switch {
+	case !ok:
+		return
+	case o.guard != guard:
+		o.others = slices.DeleteFunc(slices.Clone(o.others), func(g string) bool { return g == guard })
+	case len(o.others) == 0:
+		delete(s.index, k)
+		return
+	default:
+		o.guard, o.others = o.others[0], slices.Clone(o.others[1:])
+	}
+	if len(o.others) == 0 {
+		o.others = nil
+	}
+	s.index[k] = o
 	s.reindex(k)
 }
 
 // reindex points k at the object of its owner. Callers hold mu.
 func (s *Store) reindex(k ObjectKey) {
-	c := s.claims[k]
-	if len(c) == 0 {
-		delete(s.index, k)
+	o, ok := s.index[k]
+	if !ok {
 		return
 	}
-	obj, _ := s.snaps[c[0]].Get(k)
-	s.index[k] = owned{guard: c[0], obj: obj}
+	o.obj, _ = s.snaps[o.guard].Get(k)
+	s.index[k] = o
 }
 
 // Lookup returns the guard that owns k and its desired object.

@@ -231,3 +231,27 @@ func TestStoreConcurrent(t *testing.T) {
 		t.Errorf("%d owners of the shared key", owners)
 	}
 }
+
+// TestStoreClaimOrder: of four Guards claiming one key, the first owns it;
+// one that does not own it lets go without a change; when the owner lets go
+// the next in claim order takes over.
+func TestStoreClaimOrder(t *testing.T) {
+	s := NewStore()
+	objs := map[string]*Object{}
+	for _, g := range []string{"a", "b", "c", "d"} {
+		objs[g] = obj("v1", "ConfigMap", "shop", "cfg")
+		s.Set(g, snapshot(t, "1", objs[g]))
+	}
+	k := objs["a"].Key
+	for _, step := range []struct {
+		remove, owner string
+	}{{"", "a"}, {"c", "a"}, {"a", "b"}, {"b", "d"}, {"d", ""}} {
+		if step.remove != "" {
+			s.Remove(step.remove)
+		}
+		g, o, ok := s.Lookup(k)
+		if g != step.owner || ok != (step.owner != "") || (ok && o != objs[step.owner]) {
+			t.Fatalf("after removing %q: owner %q (%v), want %q", step.remove, g, ok, step.owner)
+		}
+	}
+}

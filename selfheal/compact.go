@@ -9,14 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftguard/driftguard/jsonpack"
 )
 
 // compactObject is how the drift informers keep a live object: its JSON,
-// and beside it only what the informer machinery reads (namespace, name,
-// resourceVersion and the inventory label, for keys and events). A nested
-// map of a ConfigMap costs several KiB on the heap, its JSON a few hundred
-// bytes; the object is decoded again when it is compared, which happens
-// once per event and once per full reconcile.
+// packed (jsonpack), and beside it only what the informer machinery reads
+// (namespace, name, resourceVersion and the inventory label, for keys and
+// events). A nested map of a ConfigMap costs several KiB on the heap, its
+// packed JSON about a hundred bytes (a Deployment's two hundred); the
+// object is decoded again when it is compared, which happens once per event
+// and in a full reconcile only when it changed since the last one.
 type compactObject struct {
 	metav1.ObjectMeta
 	gvk schema.GroupVersionKind
@@ -49,7 +52,7 @@ func compact(u *unstructured.Unstructured, labelKey string) (*compactObject, err
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %s/%s for the cache: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
-	c := &compactObject{gvk: u.GroupVersionKind(), raw: raw}
+	c := &compactObject{gvk: u.GroupVersionKind(), raw: jsonpack.Pack(raw)}
 	c.Namespace, c.Name, c.ResourceVersion = u.GetNamespace(), u.GetName(), u.GetResourceVersion()
 	if v, ok := u.GetLabels()[labelKey]; ok {
 		c.Labels = guardLabels(labelKey, v)
@@ -74,8 +77,12 @@ func guardLabels(key, value string) map[string]string {
 // expand decodes a cached object into a new Unstructured the caller owns.
 // Numbers come back as the API machinery decodes them (int64, float64).
 func (c *compactObject) expand() (*unstructured.Unstructured, error) {
+	raw, err := jsonpack.Unpack(c.raw)
+	if err != nil {
+		return nil, fmt.Errorf("decode cached %s %s/%s: %w", c.gvk.Kind, c.Namespace, c.Name, err)
+	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(c.raw); err != nil {
+	if err := u.UnmarshalJSON(raw); err != nil {
 		return nil, fmt.Errorf("decode cached %s %s/%s: %w", c.gvk.Kind, c.Namespace, c.Name, err)
 	}
 	return u, nil

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,8 +18,10 @@ import (
 // full object as it arrives, before the cache transform strips its status.
 // The cache itself keeps no status, so this is the only place it lives.
 type healthBook struct {
-	mu      sync.RWMutex
-	results map[item]health.Result
+	mu sync.RWMutex
+	// results holds one handle each: objects of a Guard mostly share a
+	// handful of results (Healthy, "0 of 0 replicas"), kept once.
+	results map[item]unique.Handle[health.Result]
 	// expiring keeps the full object of a result that holds only until a
 	// time (health.Result.Until: a deadline, a restart window), so that it
 	// can be assessed again then: the cache has dropped its status, and no
@@ -30,7 +33,7 @@ type healthBook struct {
 type customHealth struct{ c health.Custom }
 
 func newHealthBook() *healthBook {
-	return &healthBook{results: map[item]health.Result{}, expiring: map[item]*unstructured.Unstructured{}}
+	return &healthBook{results: map[item]unique.Handle[health.Result]{}, expiring: map[item]*unstructured.Unstructured{}}
 }
 
 // assess is the health of obj by the custom rules, then the built-in ones.
@@ -54,16 +57,17 @@ func (b *healthBook) note(it item, obj *unstructured.Unstructured) bool {
 	if !r.Until.IsZero() {
 		keep = obj.DeepCopy()
 	}
+	h := unique.Make(r)
 	b.mu.Lock()
 	prev, had := b.results[it]
-	b.results[it] = r
+	b.results[it] = h
 	if keep != nil {
 		b.expiring[it] = keep
 	} else {
 		delete(b.expiring, it)
 	}
 	b.mu.Unlock()
-	return !had || prev.State != r.State
+	return !had || prev.Value().State != r.State
 }
 
 func (b *healthBook) forget(it item) bool {
@@ -79,21 +83,27 @@ func (b *healthBook) forget(it item) bool {
 // it holds only until a time that has passed.
 func (b *healthBook) get(it item) (health.Result, bool) {
 	b.mu.RLock()
-	r, ok := b.results[it]
+	h, ok := b.results[it]
 	obj := b.expiring[it]
 	b.mu.RUnlock()
-	if !ok || r.Until.IsZero() || time.Now().Before(r.Until) || obj == nil {
-		return r, ok
+	if !ok {
+		return health.Result{}, false
+	}
+	r := h.Value()
+	if r.Until.IsZero() || time.Now().Before(r.Until) || obj == nil {
+		return r, true
 	}
 	fresh := b.assess(obj)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cur, ok := b.results[it]
-	if !ok || cur != r || b.expiring[it] != obj {
-		// An event stored a newer result meanwhile (or forgot the object).
-		return cur, ok
+	switch {
+	case !ok:
+		return health.Result{}, false // forgotten meanwhile
+	case cur != h || b.expiring[it] != obj:
+		return cur.Value(), true // an event stored a newer result meanwhile
 	}
-	b.results[it] = fresh
+	b.results[it] = unique.Make(fresh)
 	if fresh.Until.IsZero() {
 		delete(b.expiring, it)
 	}
@@ -127,10 +137,7 @@ func (w *Watcher) SetCustomHealth(c health.Custom) {
 // object with its status; known is false when the kind is not watched or
 // its cache has not synced. An object that is not in the cache is Missing.
 func (w *Watcher) Health(gvk schema.GroupVersionKind, namespace, name string) (health.Result, bool) {
-	w.mu.Lock()
-	ki, ok := w.informers[gvk]
-	w.mu.Unlock()
-	if !ok || !ki.informer.HasSynced() {
+	if _, ok := w.synced(gvk); !ok {
 		return health.Result{}, false
 	}
 	if r, ok := w.book().get(item{gvk: gvk, namespace: namespace, name: name}); ok {

@@ -252,18 +252,42 @@ func (w *Watcher) newInformer(ctx context.Context, gvk schema.GroupVersionKind) 
 // Live returns the cached live object; known is false when the kind is not
 // watched or its cache has not synced yet. It implements apply.LiveLookup.
 func (w *Watcher) Live(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool) {
+	inf, ok := w.synced(gvk)
+	if !ok {
+		return nil, false
+	}
+	return getCached(inf, namespace, name), true
+}
+
+// synced returns the informer of gvk once its cache has synced.
+func (w *Watcher) synced(gvk schema.GroupVersionKind) (cache.SharedIndexInformer, bool) {
 	w.mu.Lock()
 	ki, ok := w.informers[gvk]
 	w.mu.Unlock()
 	if !ok || !ki.informer.HasSynced() {
 		return nil, false
 	}
-	return getCached(ki.informer, namespace, name), true
+	return ki.informer, true
 }
 
-// getCached returns a copy of a cached live object, nil when it is not in
-// the cache.
-func getCached(inf cache.SharedIndexInformer, namespace, name string) *unstructured.Unstructured {
+// LiveVersion returns the resourceVersion of the cached object, without
+// decoding it; false when it is not cached or its kind not watched (yet).
+// It implements apply.LiveCache.
+func (w *Watcher) LiveVersion(gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
+	inf, ok := w.synced(gvk)
+	if !ok {
+		return "", false
+	}
+	m, ok := cached(inf, namespace, name).(metav1.Object)
+	if !ok {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
+}
+
+// cached returns what the informer's cache holds for an object (shared:
+// not to be changed), nil when nothing.
+func cached(inf cache.SharedIndexInformer, namespace, name string) any {
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
@@ -272,7 +296,13 @@ func getCached(inf cache.SharedIndexInformer, namespace, name string) *unstructu
 	if err != nil || !exists {
 		return nil
 	}
-	switch o := obj.(type) {
+	return obj
+}
+
+// getCached returns a copy of a cached live object, nil when it is not in
+// the cache.
+func getCached(inf cache.SharedIndexInformer, namespace, name string) *unstructured.Unstructured {
+	switch o := cached(inf, namespace, name).(type) {
 	case *compactObject:
 		u, err := o.expand()
 		if err != nil {

@@ -30,6 +30,7 @@ func reportObjects(b *testing.B, r objectsRun) {
 			{"  API requests meanwhile: writes on managed kinds / others (all clients, WATCH excluded) / the guard's", fmt.Sprintf("%d / %d / %d", r.managedWrites, r.otherRequests, r.guardRequests), ""},
 			{"self-heal: edits / not reverted in 10 s / refused", fmt.Sprintf("%d / %d / %d", r.edits, r.unreverted, r.editErrors), ""},
 			{"self-heal: revert p50 / p99 / max (ms)", fmt.Sprintf("%s / %s / %s", fmtMS(quantile(r.revert, .5)), fmtMS(quantile(r.revert, .99)), fmtMS(quantile(r.revert, 1))), ""},
+			{"  the edit's own write, sent → answered, p50 / p99 / max (ms): a revert is one more write", fmt.Sprintf("%s / %s / %s", fmtMS(quantile(r.editWrite, .5)), fmtMS(quantile(r.editWrite, .99)), fmtMS(quantile(r.editWrite, 1))), ""},
 		})
 	figure(b, withNote(report.NewFigure(label+": created → all Ready", r.ready.Seconds(), "s", report.AtMost, n/configSyncPerSec),
 		fmt.Sprintf("%d Guards created at once; target: Config Sync's published rate, 10,000 ConfigMaps in 120 s; load %s", sz.guards, loadAvg())))

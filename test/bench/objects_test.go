@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,6 +55,7 @@ const (
 	objectsRSSGoal     = 500.0 // MiB, the guard's peak resident memory
 	objectsCPUGoal     = 4.0   // s of CPU for one idle full reconcile of every Guard
 	objectsRevertGoal  = 20.0  // ms, revert p99 at 100 edits/s
+	objectsProfileFor  = 15 * time.Second
 	objectsEditRate    = 100.0 // edits/s over all Guards
 	configSyncPerSec   = 10000.0 / 120
 	objectsDocsPerFile = 25
@@ -76,6 +78,7 @@ type objectsRun struct {
 	managedWrites, otherRequests  int // API server requests during it
 	guardRequests                 int // the guard's own requests during it
 	revert                        []time.Duration
+	editWrite                     []time.Duration // each edit's own request, sent → answered
 	edits, unreverted, editErrors int
 }
 
@@ -172,6 +175,11 @@ func runObjects(b *testing.B, ctx context.Context, p *plane, sz objectsSize, las
 	run.rssReady, _ = guard.Mem()
 	if run.heapReady, err = guard.HeapAfterGC(); err != nil {
 		b.Fatal(err)
+	}
+	if dir := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); dir != "" {
+		if err := guard.SaveHeapProfile(filepath.Join(dir, fmt.Sprintf("guard-heap-ready-%d.pprof", sz.objects()))); err != nil {
+			b.Fatal(err)
+		}
 	}
 	run.apiRSS, run.etcdRSS = p.controlPlaneMem()
 	if run.etcdDB, run.etcdQuota, err = p.etcdSize(ctx); err != nil {
@@ -272,6 +280,13 @@ func idleObjectsReconcile(ctx context.Context, p *plane, guard *harness.Process,
 	if err != nil {
 		return err
 	}
+	// DRIFTGUARD_BENCH_PROFILE_DIR: where the reconcile's CPU goes (the
+	// profile runs past its end, idle).
+	profiled := func() error { return nil }
+	if dir := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); dir != "" {
+		profiled = guard.StartCPUProfile(filepath.Join(dir, fmt.Sprintf("guard-idle-reconcile-%d.pprof", sz.objects())), objectsProfileFor)
+		time.Sleep(100 * time.Millisecond) // the profile has begun
+	}
 	t0, cpu0 := time.Now(), guard.CPUSeconds()
 	idleRate := (cpu0 - cpuIdle) / t0.Sub(tIdle).Seconds()
 	if err := guard.NotifyPush(ctx, repoURL); err != nil {
@@ -294,6 +309,9 @@ func idleObjectsReconcile(ctx context.Context, p *plane, guard *harness.Process,
 	rest1, _ := guard.Metric("rest_client_requests_total")
 	api1, err := apiRequests(ctx, p.kube)
 	if err != nil {
+		return err
+	}
+	if err := profiled(); err != nil {
 		return err
 	}
 	run.reconcileWall = t1.Sub(t0)
@@ -348,12 +366,16 @@ func objectsSelfHeal(p *plane, sz objectsSize, run *objectsRun) error {
 			for i := range targets {
 				targets[i] = rand.IntN(sz.perKind)
 			}
+			// The generators take turns: 100 edits/s evenly, not bursts
+			// of one edit per Guard at the same instant.
+			time.Sleep(time.Duration(g) * time.Second / objectsEditRate)
 			edits := load(p.kube, ns, fmt.Sprintf("heal-%02d", g), targets, rate, 8, dur)
 			waitReverted(edits, w)
 			o := analyze(edits, w, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			run.revert = append(run.revert, o.revert...)
+			run.editWrite = append(run.editWrite, o.apiLatency...)
 			run.edits += len(edits)
 			run.unreverted += o.unreverted
 			run.editErrors += o.failed

@@ -3,12 +3,14 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -217,6 +219,10 @@ func BenchmarkScale(b *testing.B) {
 		if dir := os.Getenv("DRIFTGUARD_BENCH_PROFILE_DIR"); dir != "" && i == len(sizes)-1 {
 			profiled = guard.StartCPUProfile(filepath.Join(dir, fmt.Sprintf("guard-apply-%d.pprof", sz.objects())), 20*time.Second)
 		}
+		api0, err := apiRequests(ctx, kube)
+		if err != nil {
+			b.Fatal(err)
+		}
 		created := time.Now()
 		if err := admin.Create(ctx, g); err != nil {
 			b.Fatal(err)
@@ -245,9 +251,13 @@ func BenchmarkScale(b *testing.B) {
 		if run.heapApplied, err = guard.HeapAfterGC(); err != nil {
 			b.Fatal(err)
 		}
+		api1, err := apiRequests(ctx, kube)
+		if err != nil {
+			b.Fatal(err)
+		}
 		runs = append(runs, run)
-		b.Logf("%d objects applied and Ready in %s; RSS %.1f MiB, heap after GC %.1f MiB (%.1f before the Guard)",
-			sz.objects(), run.apply.Round(time.Millisecond), run.rssApplied, run.heapApplied, run.heapStart)
+		b.Logf("%d objects applied and Ready in %s; RSS %.1f MiB, heap after GC %.1f MiB (%.1f before the Guard); API requests per object meanwhile (all clients, WATCH excluded): %s",
+			sz.objects(), run.apply.Round(time.Millisecond), run.rssApplied, run.heapApplied, run.heapStart, requestsPer(api0, api1, sz.objects()))
 		if last {
 			idleInterval(b, ctx, guard, admin, kube, gitRequests, run, dir)
 		} else {
@@ -514,6 +524,28 @@ func commitScaleRepo(git *gitserver.Server, name string, sz scaleSize) (rev stri
 
 // apiRequests reads apiserver_request_total from the API server's /metrics,
 // summed per "verb resource" ("verb resource/subresource"), WATCH excluded.
+// requestsPer says how many requests of each verb and resource the API
+// server served between two readings of apiRequests, per n objects, the
+// most first (those under 0.01 per object left out).
+func requestsPer(before, after map[string]float64, n int) string {
+	type count struct {
+		key string
+		per float64
+	}
+	var counts []count
+	for k, v := range after {
+		if per := (v - before[k]) / float64(n); per >= 0.01 {
+			counts = append(counts, count{k, per})
+		}
+	}
+	slices.SortFunc(counts, func(a, b count) int { return cmp.Compare(b.per, a.per) })
+	var parts []string
+	for _, c := range counts {
+		parts = append(parts, fmt.Sprintf("%s %.2f", c.key, c.per))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func apiRequests(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
