@@ -35,7 +35,11 @@ verify: generate ## Fail when generated files are stale
 # reports and stack traces do not need it).
 TEST_PACKAGES ?= 4
 
-test: test-tools ## Unit tests and the end-to-end suites on a real control plane, then every fuzz target briefly beside the alert rules' test
+# On a cold machine the modules the tests build are downloaded while the
+# tools compile (tools/build.sh test is the test-tools target).
+test: ## Unit tests and the end-to-end suites on a real control plane, then every fuzz target briefly beside the alert rules' test
+	$(GO) mod download & a=$$!; (cd test/promrules && $(GO) mod download) & b=$$!; \
+		tools/build.sh test >/dev/null; s=$$?; wait $$a && wait $$b && exit $$s
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/driftguard-test ./cmd/driftguard
 	CI=true DRIFTGUARD_TEST_BINARY=$(CURDIR)/bin/driftguard-test $(GO) test -race -count=1 -p $(TEST_PACKAGES) -ldflags=-w -timeout 30m ./...
 	$(MAKE) --no-print-directory -j2 -O fuzz-short test-promrules
@@ -53,8 +57,11 @@ test-e2e: test-tools ## End-to-end suites only
 test-promrules: test-tools ## The chart's alerts and dashboards under Prometheus's query engine and rule evaluator, over a running guard
 	cd test/promrules && CI=true $(GO) test -race -mod=mod -count=1 -timeout 20m ./...
 
-fuzz-short: ## Every fuzz target for 500 mutated inputs (part of make test; docs/security.md, Fuzzing)
-	GO=$(GO) FUZZTIME=500x tools/fuzz.sh
+# fuzz-short builds its binaries as make test's go test -race does, so a
+# cold run compiles no package again (coverage-guided fuzzing, make fuzz,
+# instruments every package: ten minutes of a cold make test).
+fuzz-short: ## Every fuzz target for 500 mutated inputs under the race detector (part of make test; docs/security.md, Fuzzing)
+	GO=$(GO) FUZZTIME=500x FUZZBUILDFLAGS="-race -ldflags=-w" tools/fuzz.sh
 
 FUZZTIME ?= 90s
 fuzz: ## Every fuzz target for FUZZTIME (90s) on one worker each; figures per target (FUZZREPORT=file for a table)

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,13 +24,7 @@ import (
 // configuration is registered, a Guard is reconciled to its revision), and
 // returns nil once its context ends, without the end-to-end suites' cases.
 func TestRunStartsAndStopsCleanly(t *testing.T) {
-	if missing := devenv.MissingBinaries("", false); len(missing) > 0 {
-		msg := fmt.Sprintf("%v missing in %s; run tools/build.sh", missing, devenv.DefaultBinDir())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	devenv.RequireBinaries(t, false)
 	e, err := harness.StartEnv(harness.EnvOptions{Dir: t.TempDir()})
 	t.Cleanup(e.Stop)
 	if err != nil {

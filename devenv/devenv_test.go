@@ -25,20 +25,6 @@ import (
 	"github.com/driftguard/driftguard/test/wait"
 )
 
-// requireBinaries skips the test when the binaries are missing, unless CI=true.
-func requireBinaries(t *testing.T, simulated bool) {
-	t.Helper()
-	missing := MissingBinaries("", simulated)
-	if len(missing) == 0 {
-		return
-	}
-	msg := fmt.Sprintf("%s missing in %s; run tools/build.sh", strings.Join(missing, ", "), DefaultBinDir())
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
 // availableReplicas says how far Deployment ns/name is from want available
 // replicas, or returns nil once it has them.
 func availableReplicas(ctx context.Context, cs kubernetes.Interface, ns, name string, want int32) error {
@@ -113,7 +99,7 @@ func hasAll(pids map[int]string, names ...string) error {
 }
 
 func TestStartControlPlane(t *testing.T) {
-	requireBinaries(t, false)
+	RequireBinaries(t, false)
 	ctx := t.Context()
 
 	began := time.Now()
@@ -200,7 +186,7 @@ func TestStartControlPlane(t *testing.T) {
 }
 
 func TestStartSimulated(t *testing.T) {
-	requireBinaries(t, true)
+	RequireBinaries(t, true)
 	ctx := t.Context()
 
 	began := time.Now()
@@ -323,7 +309,7 @@ func TestChildrenDieWithParent(t *testing.T) {
 		fmt.Println("REPORT", string(b))
 		select {} // wait to be killed
 	}
-	requireBinaries(t, true)
+	RequireBinaries(t, true)
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildrenDieWithParent$")
 	cmd.Env = append(os.Environ(), "DEVENV_CRASH_HELPER=1")
@@ -452,7 +438,7 @@ func TestNewNodeTiming(t *testing.T) {
 // after start, and every pod unready with it), and KWOK keeps renewing the
 // node's Lease.
 func TestSimulatedNodeStaysReady(t *testing.T) {
-	requireBinaries(t, true)
+	RequireBinaries(t, true)
 	ctx := t.Context()
 	const grace = 10 * time.Second
 	c, err := Start(ctx, Options{Simulated: true, NodeMonitorGracePeriod: grace, Log: testr.New(t)})

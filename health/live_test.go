@@ -132,13 +132,7 @@ func TestLiveCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a simulated cluster")
 	}
-	if missing := devenv.MissingBinaries("", true); len(missing) > 0 {
-		msg := fmt.Sprintf("%s missing in %s; run tools/build.sh", strings.Join(missing, ", "), devenv.DefaultBinDir())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	devenv.RequireBinaries(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
 	cluster, err := devenv.Start(ctx, devenv.Options{Simulated: true})

@@ -3,7 +3,6 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -37,13 +36,7 @@ import (
 // revision. The end-to-end suites (test/e2e) show the same with everything
 // wired; this one fails close to the controller, in seconds.
 func TestGuardControllerAppliesARevision(t *testing.T) {
-	if missing := devenv.MissingBinaries("", false); len(missing) > 0 {
-		msg := fmt.Sprintf("%v missing in %s; run tools/build.sh", missing, devenv.DefaultBinDir())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	devenv.RequireBinaries(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()

@@ -80,6 +80,10 @@ type HealthTracker struct {
 	// Recheck, when set, is called with the Guard's name RecheckAfter
 	// after a summary that asks for it (DriftStatus.Recheck).
 	Recheck func(guard string)
+	// PodsPerDeployment bounds the one list of a namespace's pods made for
+	// its Deployments (podsByNamespace): at most this many pods for each
+	// Deployment asked about. 0 means DefaultPodsPerDeployment.
+	PodsPerDeployment int
 
 	mu       sync.Mutex
 	services map[render.ObjectKey]serviceHealth
@@ -420,7 +424,11 @@ func crashingOr(pods, own health.Result) health.Result {
 // every restart, so its answer is read afresh then.
 func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, deployments map[int]*unstructured.Unstructured) map[int]serviceHealth {
 	out := make(map[int]serviceHealth, len(deployments))
-	pods := podsByNamespace(ctx, reader, deployments)
+	per := t.PodsPerDeployment
+	if per <= 0 {
+		per = DefaultPodsPerDeployment
+	}
+	pods := podsByNamespace(ctx, reader, deployments, per)
 	for i, d := range deployments {
 		r, crashing, err := health.CrashingPods(ctx, d, pods(d.GetNamespace()))
 		switch {
@@ -449,11 +457,17 @@ func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, de
 	return out
 }
 
+// DefaultPodsPerDeployment is HealthTracker.PodsPerDeployment's default.
+const DefaultPodsPerDeployment = 100
+
 // podsByNamespace returns where the pods of deployments are looked up: a
 // namespace holding two or more of them is listed once (its pods filtered
 // by each selector here), one holding one is asked by that selector, as a
-// namespace's other pods may be many.
-func podsByNamespace(ctx context.Context, reader client.Reader, deployments map[int]*unstructured.Unstructured) func(namespace string) health.Lookup {
+// namespace's other pods may be many. The one list is bounded (perDeployment
+// pods for each Deployment): anyone who may create pods in a namespace can
+// fill it, and past the bound each Deployment is asked by its selector, so
+// the guard never holds more of a namespace's pods than its Deployments'.
+func podsByNamespace(ctx context.Context, reader client.Reader, deployments map[int]*unstructured.Unstructured, perDeployment int) func(namespace string) health.Lookup {
 	per := map[string]int{}
 	for _, d := range deployments {
 		per[d.GetNamespace()]++
@@ -461,9 +475,11 @@ func podsByNamespace(ctx context.Context, reader client.Reader, deployments map[
 	direct := health.ClientLookup(reader)
 	listed := map[string]health.Lookup{}
 	for ns, n := range per {
-		if n >= 2 {
-			objs, err := direct.List(ctx, health.PodGVK, ns, nil)
-			listed[ns] = listedPods{objs: objs, err: err}
+		if n < 2 {
+			continue
+		}
+		if l, ok := listAtMost(ctx, reader, ns, int64(n*perDeployment)); ok {
+			listed[ns] = l
 		}
 	}
 	return func(namespace string) health.Lookup {
@@ -472,6 +488,24 @@ func podsByNamespace(ctx context.Context, reader client.Reader, deployments map[
 		}
 		return direct
 	}
+}
+
+// listAtMost lists a namespace's pods when they are at most limit (or the
+// error the list met); false when there are more.
+func listAtMost(ctx context.Context, reader client.Reader, namespace string, limit int64) (listedPods, bool) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(health.PodGVK.GroupVersion().WithKind("PodList"))
+	if err := reader.List(ctx, list, client.InNamespace(namespace), client.Limit(limit)); err != nil {
+		return listedPods{err: fmt.Errorf("list pods in namespace %q: %w", namespace, err)}, true
+	}
+	if list.GetContinue() != "" {
+		return listedPods{}, false
+	}
+	objs := make([]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		objs[i] = &list.Items[i]
+	}
+	return listedPods{objs: objs}, true
 }
 
 // listedPods answers from one list of a namespace's pods, or with the error

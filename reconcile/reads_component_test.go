@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -41,13 +40,7 @@ type readsEnv struct {
 
 func startReadsEnv(t *testing.T) *readsEnv {
 	t.Helper()
-	if missing := devenv.MissingBinaries("", false); len(missing) > 0 {
-		msg := fmt.Sprintf("%v missing in %s; run tools/build.sh", missing, devenv.DefaultBinDir())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	devenv.RequireBinaries(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
 	log := testr.New(t)
@@ -246,6 +239,32 @@ spec:
 				t.Fatalf("%d pod lists, %d EndpointSlice lists; want %d, %d", pods, eps, tc.wantPods, tc.wantEPSs)
 			}
 		})
+	}
+
+	// A namespace filled with other pods (anyone who may create pods there
+	// can): past the bound, one aborted list, then each Deployment's own.
+	for i := range 3 {
+		e.create(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: filler-%d, namespace: shop, labels: {app: filler}}
+spec: {containers: [{name: app, image: "registry.example/app:1"}]}
+`, i))
+	}
+	both := snapshotOf(t, byName["Deployment/web"], byName["Deployment/api"])
+	var states []health.State
+	for _, tc := range []struct {
+		perDeployment, wantPods int
+	}{{0, 1}, {1, 3}} {
+		tr := &HealthTracker{Source: st, Live: st, Reader: counter, PodsPerDeployment: tc.perDeployment}
+		sum := tr.Summarize(ctx, &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "g"}}, both)
+		states = append(states, sum.State)
+		if pods := counter.take("PodList"); pods != tc.wantPods {
+			t.Fatalf("%d pods per Deployment, 3 other pods: %d pod lists, want %d", tc.perDeployment, pods, tc.wantPods)
+		}
+	}
+	if states[0] != states[1] {
+		t.Fatalf("health from one list %s, from each selector's %s", states[0], states[1])
 	}
 
 	// Two Guards, a Service each in one namespace.

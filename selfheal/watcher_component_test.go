@@ -3,7 +3,6 @@ package selfheal_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -256,13 +255,7 @@ func wantData(o client.Object, key, want string) error {
 // startEnv starts a control plane and a Git server for the test (test/harness).
 func startEnv(t *testing.T) *harness.Env {
 	t.Helper()
-	if missing := devenv.MissingBinaries("", false); len(missing) > 0 {
-		msg := fmt.Sprintf("%v missing in %s; run tools/build.sh", missing, devenv.DefaultBinDir())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	devenv.RequireBinaries(t, false)
 	e, err := harness.StartEnv(harness.EnvOptions{Dir: t.TempDir()})
 	t.Cleanup(e.Stop)
 	if err != nil {

@@ -26,15 +26,17 @@ mkdir -p "$bin"
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
 
-# build NAME PKG STAMP: builds once; a stamp file records which version it is.
-build_kube() {
-  local name=$1 pkg=$2 stamp=$3
-  if [[ -x "$bin/$name" && "$(cat "$bin/.$name.version" 2>/dev/null)" == "$stamp" ]]; then return; fi
-  echo "tools: building $name $stamp" >&2
-  (cd "$here" && go build -trimpath -ldflags "$ldflags" -o "$bin/$name.tmp" "$pkg")
-  mv "$bin/$name.tmp" "$bin/$name"
-  echo "$stamp" > "$bin/.$name.version"
+# want NAME PKG STAMP: NAME is to be built from PKG (the tools module's
+# Kubernetes and etcd) unless the cache holds it at STAMP (a stamp file
+# records which version it is). They are built by one go build below: the
+# packages they share compile once, and one links while others compile.
+names=() pkgs=() stamps=()
+want() {
+  if [[ -x "$bin/$1" && "$(cat "$bin/.$1.version" 2>/dev/null)" == "$3" ]]; then return; fi
+  names+=("$1") pkgs+=("$2") stamps+=("$3")
 }
+# install_mod NAME PKG VERSION: go install of a module of its own (run in
+# the background beside the build above: its downloads overlap compiling).
 install_mod() {
   local name=$1 pkg=$2 version=$3
   if [[ -x "$bin/$name" && "$(cat "$bin/.$name.version" 2>/dev/null)" == "$version" ]]; then return; fi
@@ -46,17 +48,52 @@ install_mod() {
   echo "$version" > "$bin/.$name.version"
 }
 
-build_kube etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
-build_kube kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_VERSION"
-build_kube kubectl k8s.io/kubernetes/cmd/kubectl "$KUBE_VERSION"
-build_kube kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$KUBE_VERSION"
-build_kube kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$KUBE_VERSION"
-install_mod kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
-install_mod helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION"
-install_mod minio github.com/minio/minio "$MINIO_VERSION"
+want etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+want kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_VERSION"
+want kubectl k8s.io/kubernetes/cmd/kubectl "$KUBE_VERSION"
+want kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$KUBE_VERSION"
+want kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$KUBE_VERSION"
+
+mods=(
+  "kwok sigs.k8s.io/kwok/cmd/kwok $KWOK_VERSION"
+  "helm helm.sh/helm/v4/cmd/helm $HELM_VERSION"
+  "minio github.com/minio/minio $MINIO_VERSION"
+)
 if [[ "${1:-}" != "test" ]]; then
-  install_mod controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION"
-  install_mod golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_VERSION"
+  mods+=(
+    "controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen $CONTROLLER_GEN_VERSION"
+    "golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint $GOLANGCI_VERSION"
+  )
+fi
+pids=()
+for m in "${mods[@]}"; do
+  # shellcheck disable=SC2086 # three words: name, package, version
+  install_mod $m &
+  pids+=($!)
+done
+
+failed=0
+if ((${#names[@]})); then
+  echo "tools: building ${names[*]}" >&2
+  out=$(mktemp -d "$bin/.build.XXXXXX")
+  if (cd "$here" && go build -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}"); then
+    for i in "${!names[@]}"; do
+      # go build names a binary after its package path, less a /vN suffix.
+      exe=$(basename "$(sed -E 's|/v[0-9]+$||' <<<"${pkgs[$i]}")")
+      mv "$out/$exe" "$bin/${names[$i]}"
+      echo "${stamps[$i]}" > "$bin/.${names[$i]}.version"
+    done
+  else
+    failed=1
+  fi
+  rm -rf "$out"
+fi
+for pid in "${pids[@]}"; do
+  wait "$pid" || failed=1
+done
+if ((failed)); then
+  echo "tools: a build failed (above)" >&2
+  exit 1
 fi
 
 # KWOK's stock fast stages, rendered once (it refuses to start without stages).

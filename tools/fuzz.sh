@@ -18,12 +18,18 @@
 # FUZZCACHE      the corpus folder, one subfolder per package (default: a
 #                new temporary folder, so a run starts from the seeds and
 #                testdata/fuzz only and its figures are its own).
+# FUZZBUILDFLAGS how each package's test binary is built (default -fuzz=.:
+#                coverage instrumentation of every package it links, which
+#                a cold build cache compiles anew). make test's brief run
+#                passes -race -ldflags=-w instead: the binaries then reuse
+#                the packages its go test -race compiled, and the fuzzer
+#                mutates the seeds without coverage guidance, under the
+#                race detector.
 # FUZZREPORT     a file to write one tab-separated line per target to:
 #                package, target, time, executions, new interesting,
 #                corpus total, result.
 #
-# Each package's test binary is built once, with the fuzzing
-# instrumentation, and run for each of its targets from the package's
+# Each package's test binary is built once (FUZZBUILDFLAGS) and run for each of its targets from the package's
 # folder, so that a failing input is written to the package's
 # testdata/fuzz/FuzzName/ (commit it with the fix: it is then a test).
 set -euo pipefail
@@ -33,6 +39,7 @@ GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-500x}
 FUZZMINIMIZE=${FUZZMINIMIZE:-100x}
 FUZZPARALLEL=${FUZZPARALLEL:-}
+read -r -a buildflags <<<"${FUZZBUILDFLAGS:--fuzz=.}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cache=${FUZZCACHE:-$work/corpus}
@@ -52,7 +59,7 @@ for pkg in "${pkgs[@]}"; do
 	pkg=${pkg%/}
 	importpath=$($GO list "$pkg")
 	bin="$work/$(echo "$importpath" | tr / _).test"
-	if ! $GO test -c -fuzz=. -o "$bin" "$pkg"; then
+	if ! $GO test -c "${buildflags[@]}" -o "$bin" "$pkg"; then
 		echo "fuzz FAIL $pkg: does not build" >&2
 		failed+=("$pkg (build)")
 		continue

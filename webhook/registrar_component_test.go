@@ -2,8 +2,6 @@ package webhook
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -27,13 +25,7 @@ import (
 // delete event may come after it (make test once saw the configuration
 // restored that way). Once the Deployment is back, the next Sync restores it.
 func TestSyncLeavesAnUninstallsDeletionAlone(t *testing.T) {
-	if missing := devenv.MissingBinaries("", false); len(missing) > 0 {
-		msg := fmt.Sprintf("%v missing in %s; run tools/build.sh", missing, devenv.DefaultBinDir())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	devenv.RequireBinaries(t, false)
 	ctx := context.Background()
 	cluster, err := devenv.Start(ctx, devenv.Options{Dir: filepath.Join(t.TempDir(), "cluster"), Log: testr.New(t)})
 	if err != nil {

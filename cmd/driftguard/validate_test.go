@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,13 +188,7 @@ func TestValidateAgainstCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	if missing := devenv.MissingBinaries("", false); len(missing) > 0 {
-		msg := fmt.Sprintf("%s missing in %s; run tools/build.sh", strings.Join(missing, ", "), devenv.DefaultBinDir())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	devenv.RequireBinaries(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	crds := filepath.Join(t.TempDir(), "crds")
