@@ -27,11 +27,9 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "driftguard")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/driftguard")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	bin, err := harness.Binary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "dev", "--dir", dir, "--interval", "1h", "--examples", filepath.Join(root, "examples/shop"))

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/driftguard/driftguard/devenv"
+	"github.com/driftguard/driftguard/test/harness"
 )
 
 // bin is the driftguard binary built for this run.
@@ -28,6 +29,15 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "control-plane binaries missing in %s: %v (run tools/build.sh)\n", devenv.DefaultBinDir(), missing)
 		return 1
 	}
+	if os.Getenv("DRIFTGUARD_RACE") == "" {
+		var err error
+		if bin, err = harness.Binary(); err != nil {
+			fmt.Fprintln(os.Stderr, "build driftguard:", err)
+			return 1
+		}
+		return m.Run()
+	}
+	// DRIFTGUARD_RACE=1: the guard processes run with the race detector.
 	dir, err := os.MkdirTemp("", "driftguard-install-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -35,11 +45,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	bin = filepath.Join(dir, "driftguard")
-	args := []string{"build", "-o", bin}
-	if os.Getenv("DRIFTGUARD_RACE") != "" {
-		args = append(args, "-race") // DRIFTGUARD_RACE=1: the guard processes run with the race detector
-	}
-	build := exec.Command("go", append(args, "./cmd/driftguard")...)
+	build := exec.Command("go", "build", "-race", "-o", bin, "./cmd/driftguard")
 	build.Dir = "../.."
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build driftguard: %v\n%s", err, out)

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -264,20 +263,14 @@ func TestIgnoreRulesInSelfHeal(t *testing.T) {
 	}
 }
 
-var cliOnce sync.Once
-var cliPath string
-
-// driftguardCLI builds the driftguard binary once and runs it.
+// driftguardCLI runs the driftguard binary (harness.Binary: the one make
+// test builds for every suite).
 func driftguardCLI(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	cliOnce.Do(func() {
-		cliPath = filepath.Join(h.Dir, "driftguard")
-		build := exec.Command("go", "build", "-o", cliPath, "./cmd/driftguard")
-		build.Dir = "../.."
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build: %v\n%s", err, out)
-		}
-	})
+	cliPath, err := harness.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.Command(cliPath, args...).CombinedOutput()
 	var ee *exec.ExitError
 	switch {

@@ -30,16 +30,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "driftguard-writeback-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "driftguard")
-	build := exec.Command("go", "build", "-o", bin, "github.com/driftguard/driftguard/cmd/driftguard")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build driftguard: %v\n%s", err, out)
+	var err error
+	if bin, err = harness.Binary(); err != nil {
+		fmt.Fprintln(os.Stderr, "build driftguard:", err)
 		return 1
 	}
 	h, err = harness.Start(harness.Options{Guard: func(o *app.Options) { o.BreakGlassGroups = []string{"sre"} }})
