@@ -48,18 +48,26 @@ func ClientLookup(c client.Reader) Lookup { return clientLookup{c} }
 type clientLookup struct{ c client.Reader }
 
 func (l clientLookup) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	opts := []client.ListOption{client.InNamespace(namespace)}
+	var opts []client.ListOption
 	if selector != nil {
 		opts = append(opts, client.MatchingLabelsSelector{Selector: selector})
 	}
-	if err := l.c.List(ctx, list, opts...); err != nil {
-		return nil, fmt.Errorf("list %s in namespace %q: %w", gvk.Kind, namespace, err)
+	objs, _, err := List(ctx, l.c, gvk, namespace, opts...)
+	return objs, err
+}
+
+// List lists the objects of gvk in namespace through c, narrowed by opts
+// (a selector, a limit), and returns them with the list's continue token:
+// not empty when a limit left objects out.
+func List(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, namespace string, opts ...client.ListOption) ([]*unstructured.Unstructured, string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := c.List(ctx, list, append([]client.ListOption{client.InNamespace(namespace)}, opts...)...); err != nil {
+		return nil, "", fmt.Errorf("list %s in namespace %q: %w", gvk.Kind, namespace, err)
 	}
 	out := make([]*unstructured.Unstructured, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
 	}
-	return out, nil
+	return out, list.GetContinue(), nil
 }

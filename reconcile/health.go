@@ -493,19 +493,11 @@ func podsByNamespace(ctx context.Context, reader client.Reader, deployments map[
 // listAtMost lists a namespace's pods when they are at most limit (or the
 // error the list met); false when there are more.
 func listAtMost(ctx context.Context, reader client.Reader, namespace string, limit int64) (listedPods, bool) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(health.PodGVK.GroupVersion().WithKind("PodList"))
-	if err := reader.List(ctx, list, client.InNamespace(namespace), client.Limit(limit)); err != nil {
-		return listedPods{err: fmt.Errorf("list pods in namespace %q: %w", namespace, err)}, true
+	objs, more, err := health.List(ctx, reader, health.PodGVK, namespace, client.Limit(limit))
+	if err != nil {
+		return listedPods{err: err}, true
 	}
-	if list.GetContinue() != "" {
-		return listedPods{}, false
-	}
-	objs := make([]*unstructured.Unstructured, len(list.Items))
-	for i := range list.Items {
-		objs[i] = &list.Items[i]
-	}
-	return listedPods{objs: objs}, true
+	return listedPods{objs: objs}, more == ""
 }
 
 // listedPods answers from one list of a namespace's pods, or with the error
