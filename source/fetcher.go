@@ -57,8 +57,11 @@ type state struct {
 	key     string // Request.CacheKey
 	mu      sync.Mutex
 	renders RenderCache
-	// content is the files of revision rev, for Files.
+	// content is the files of revision rev, for Files and for a render of
+	// the same revision with other options or capabilities, which then
+	// downloads nothing; dir is the folder load named in it.
 	content fs.FS
+	dir     string
 	rev     string
 
 	oci    *ociState
@@ -129,17 +132,21 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (string, *render.Snaps
 		log.V(1).Info("revision failed before; not fetched or rendered again", "until", req.Failed.Until)
 		return t.rev, nil, err
 	}
-	fsys, dir, err := t.load(ctx)
 	var re *render.RenderError
-	if errors.As(err, &re) {
-		st.renders.Put(key, &Rendered{Revision: t.rev, Err: err})
-		log.Info("artifact refused", "error", err.Error())
-		return t.rev, nil, err
+	fsys, dir := st.content, st.dir
+	if fsys == nil || st.rev != t.rev {
+		var err error
+		fsys, dir, err = t.load(ctx)
+		if errors.As(err, &re) {
+			st.renders.Put(key, &Rendered{Revision: t.rev, Err: err})
+			log.Info("artifact refused", "error", err.Error())
+			return t.rev, nil, err
+		}
+		if err != nil {
+			return "", nil, fetchError(req, err)
+		}
+		st.content, st.dir, st.rev = fsys, dir, t.rev
 	}
-	if err != nil {
-		return "", nil, fetchError(req, err)
-	}
-	st.content, st.rev = fsys, t.rev
 	dir = path.Join(dir, key.Dir())
 	src := render.Source{URL: req.URL, Revision: t.rev}
 	objs, asked, err := render.RenderAsked(fsys, dir, src, req.Render)

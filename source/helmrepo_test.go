@@ -240,6 +240,10 @@ func TestHelmChartFromOCI(t *testing.T) {
 	}
 	f := newFetcher(t)
 	req := helmRequest(reg.URL("charts"), "0.1.0")
+	apis := []string{"v1"} // the cluster's, as discovery tells them
+	req.Render.Helm.CapabilitiesFrom = func() (*render.Capabilities, error) {
+		return &render.Capabilities{KubeVersion: "v1.37.2", APIVersions: apis}, nil
+	}
 	rev, snap, err := f.Fetch(ctx, req)
 	if err != nil || !strings.HasPrefix(rev, "demo@0.1.0@sha256:") || value(t, snap, "cm") != "0.1.0" {
 		t.Fatalf("exact version: %s %v", rev, err)
@@ -250,6 +254,21 @@ func TestHelmChartFromOCI(t *testing.T) {
 	}
 	if got := reg.Since(n); strings.Join(got, ",") != "HEAD /v2/charts/demo/manifests/0.1.0" {
 		t.Fatalf("requests of an unchanged fetch: %q", got)
+	}
+	// The cluster's capabilities changed (a CRD installed anywhere): the
+	// same revision is rendered again from the files kept, downloading
+	// nothing but the HEAD that tells the revision.
+	n = len(reg.Requests())
+	for _, crd := range []string{"example.com/v1", "example.com/v2"} {
+		apis = []string{"v1", crd}
+		_, again, err := f.Fetch(ctx, req)
+		if err != nil || again == snap || value(t, again, "cm") != "0.1.0" {
+			t.Fatalf("capabilities with %s: rendered again %v, %v", crd, again != snap, err)
+		}
+		snap = again
+	}
+	if got := reg.Since(n); strings.Join(got, ",") != "HEAD /v2/charts/demo/manifests/0.1.0,HEAD /v2/charts/demo/manifests/0.1.0" {
+		t.Fatalf("requests of a render with new capabilities: %q", got)
 	}
 	if rev, snap, err := f.Fetch(ctx, helmRequest(reg.URL("charts"), ">=0.1.0")); err != nil || !strings.HasPrefix(rev, "demo@0.2.0@sha256:") || value(t, snap, "cm") != "0.2.0" {
 		t.Fatalf("range: %s %v", rev, err)

@@ -25,6 +25,10 @@
 #                the packages its go test -race compiled, and the fuzzer
 #                mutates the seeds without coverage guidance, under the
 #                race detector.
+# FUZZBINDIR     where each package's test binary is written, named as
+#                go test -o DIR/ names it (default: a temporary folder).
+#                make test passes bin/test with the flags its go test used:
+#                the binaries are then up to date and are not linked again.
 # FUZZREPORT     a file to write one tab-separated line per target to:
 #                package, target, time, executions, new interesting,
 #                corpus total, result.
@@ -58,7 +62,12 @@ n=0
 for pkg in "${pkgs[@]}"; do
 	pkg=${pkg%/}
 	importpath=$($GO list "$pkg")
-	bin="$work/$(echo "$importpath" | tr / _).test"
+	if [ -n "${FUZZBINDIR:-}" ]; then
+		mkdir -p "$FUZZBINDIR"
+		bin="$FUZZBINDIR/${importpath##*/}.test"
+	else
+		bin="$work/$(echo "$importpath" | tr / _).test"
+	fi
 	if ! $GO test -c "${buildflags[@]}" -o "$bin" "$pkg"; then
 		echo "fuzz FAIL $pkg: does not build" >&2
 		failed+=("$pkg (build)")

@@ -69,7 +69,7 @@ func TestEventFloodShutdown(t *testing.T) {
 	if len(bad) > 0 {
 		t.Errorf("%d lines of the audit file are not records, first: %s", len(bad), bad[0])
 	}
-	if err := sameRecords(g.records(), file); err != nil {
+	if err := sameRecords(g.records(), file, time.Time{}, 0); err != nil {
 		t.Error(err)
 	}
 	decisions := byToken(file, audit.Decision)

@@ -129,9 +129,7 @@ func TestPolicyBrokenThenSlow(t *testing.T) {
 			t.Errorf("%s: %d decision records, want 1", tok, got)
 		}
 	}
-	if file, _ := g.fileRecords(); sameRecords(recs, file) != nil {
-		t.Error(sameRecords(recs, file))
-	}
+	waitSameRecords(t, g, 0)
 	if err := sameAsGit(ns, wantValues(n, gitValues)); err != nil {
 		t.Error(err)
 	}

@@ -129,9 +129,7 @@ func TestWatchExpiredRelist(t *testing.T) {
 		}
 		return nil
 	})
-	if file, _ := g.fileRecords(); sameRecords(g.records(), file) != nil {
-		t.Error(sameRecords(g.records(), file))
-	}
+	waitSameRecords(t, g, 0)
 }
 
 // apiMetric returns the sum of the API server's samples of metric whose

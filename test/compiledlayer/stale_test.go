@@ -1,4 +1,4 @@
-package compiled
+package compiledlayer
 
 import (
 	"context"

@@ -1,11 +1,11 @@
-// Package health shows the health assessment of Guards end to end on the
+// Package workloadhealth shows the health assessment of Guards end to end on the
 // simulated cluster (kube-controller-manager, kube-scheduler and a KWOK
 // node): Deployments that roll out, roll out a new image or cannot be
 // scheduled, Jobs that complete or fail, spec.wait and spec.dependsOn
 // holding a Guard until another is healthy, and a custom health rule in
 // Rego deciding what status.health shows. One cluster serves the package;
 // each test has its own namespaces and Guards and runs in parallel.
-package health
+package workloadhealth
 
 import (
 	"fmt"

@@ -1,7 +1,7 @@
-// Package selfheal drives the drift watcher end to end with the admission
+// Package watchrevert drives the drift watcher end to end with the admission
 // webhook switched off, so that manual changes reach the API server and must
 // be reverted by the informer.
-package selfheal
+package watchrevert
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package compiled shows the default policy compiled into the API server
+// Package compiledlayer shows the default policy compiled into the API server
 // (--admission-mode=both, package compiled) on a real control plane with a
 // controller manager, scheduler and simulated nodes: with the guard's
 // process killed, a person's edit, scale, label and delete of a managed
@@ -6,7 +6,7 @@
 // everything else in the cluster keeps working; when the guard returns it
 // brings the policies up to date. And the compiled layer answers a corpus
 // of admission requests as the webhook does.
-package compiled
+package compiledlayer
 
 import (
 	"context"

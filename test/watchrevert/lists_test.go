@@ -1,4 +1,4 @@
-package selfheal
+package watchrevert
 
 import (
 	"context"
