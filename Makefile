@@ -38,6 +38,9 @@ verify: generate ## Fail when generated files are stale
 # and fuzz-short runs the same binaries instead of linking its own.
 TEST_PACKAGES ?= 4
 TESTBIN ?= $(CURDIR)/bin/test
+# The packages that take longest start first (go test starts packages in
+# the order named), so that the run does not end on them alone.
+TEST_FIRST = ./test/e2e ./test/faults ./test/install ./test/chart ./source ./test/workloadhealth ./render ./test/compiledlayer
 
 # On a cold machine the modules the tests build are downloaded while the
 # tools compile (tools/build.sh test is the test-tools target).
@@ -45,7 +48,7 @@ test: ## Unit tests and the end-to-end suites on a real control plane, then ever
 	$(GO) mod download & a=$$!; (cd test/promrules && $(GO) mod download) & b=$$!; \
 		tools/build.sh test >/dev/null; s=$$?; wait $$a && wait $$b && exit $$s
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/driftguard-test ./cmd/driftguard
-	CI=true DRIFTGUARD_TEST_BINARY=$(CURDIR)/bin/driftguard-test $(GO) test -race -count=1 -p $(TEST_PACKAGES) -ldflags=-w -o $(TESTBIN)/ -timeout 30m ./...
+	CI=true DRIFTGUARD_TEST_BINARY=$(CURDIR)/bin/driftguard-test $(GO) test -race -count=1 -p $(TEST_PACKAGES) -ldflags=-w -o $(TESTBIN)/ -timeout 30m $(TEST_FIRST) ./...
 	$(MAKE) --no-print-directory -j2 -O fuzz-short test-promrules
 
 test-unit: ## Unit tests only (no control plane)
