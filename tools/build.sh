@@ -11,8 +11,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.7.0
-KWOK_VERSION=v0.8.0
-HELM_VERSION=v4.3.1
+# KWOK and Helm are built from this module too (tools.go): their versions
+# are the ones go.mod requires.
+KWOK_VERSION=$(awk '$1 == "sigs.k8s.io/kwok" {print $2}' "$here/go.mod")
+HELM_VERSION=$(awk '$1 == "helm.sh/helm/v4" {print $2}' "$here/go.mod")
 CONTROLLER_GEN_VERSION=v0.20.1
 GOLANGCI_VERSION=v2.15.0
 # MinIO's server (S3-compatible buckets in tests) has no semver tags: a pseudo-version.
@@ -24,12 +26,15 @@ if [[ "${1:-}" == "--print" ]]; then echo "$bin"; exit 0; fi
 mkdir -p "$bin"
 
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
 
 # want NAME PKG STAMP: NAME is to be built from PKG (the tools module's
-# Kubernetes and etcd) unless the cache holds it at STAMP (a stamp file
-# records which version it is). They are built by one go build below: the
-# packages they share compile once, and one links while others compile.
+# Kubernetes, etcd, KWOK and Helm) unless the cache holds it at STAMP (a
+# stamp file records which version it is). They are built by one go build
+# below: the packages they share compile once, and one links while others
+# compile. go.mod requires the main module's versions of the modules both
+# use, so that `go build ./cmd/driftguard` (same flags: CGO_ENABLED=0,
+# -trimpath) finds two thirds of its packages compiled here already.
 names=() pkgs=() stamps=()
 want() {
   if [[ -x "$bin/$1" && "$(cat "$bin/.$1.version" 2>/dev/null)" == "$3" ]]; then return; fi
@@ -53,10 +58,10 @@ want kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_VERSION"
 want kubectl k8s.io/kubernetes/cmd/kubectl "$KUBE_VERSION"
 want kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$KUBE_VERSION"
 want kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$KUBE_VERSION"
+want kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
+want helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION"
 
 mods=(
-  "kwok sigs.k8s.io/kwok/cmd/kwok $KWOK_VERSION"
-  "helm helm.sh/helm/v4/cmd/helm $HELM_VERSION"
   "minio github.com/minio/minio $MINIO_VERSION"
 )
 if [[ "${1:-}" != "test" ]]; then

@@ -7,8 +7,10 @@ package tools
 
 import (
 	_ "go.etcd.io/etcd/server/v3"
+	_ "helm.sh/helm/v4/cmd/helm"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "sigs.k8s.io/kwok/cmd/kwok"
 )
