@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -278,6 +279,22 @@ func configMapValues(ns string) (map[string]string, error) {
 		out[cm.Name] = cm.Data["value"]
 	}
 	return out, nil
+}
+
+// settledConfigMapValues is configMapValues once two lists half a second
+// apart hold the same ConfigMaps (at most 10 s): requests a killed client
+// sent may still be stored after it died.
+func settledConfigMapValues(ns string) (map[string]string, error) {
+	prev, err := configMapValues(ns)
+	for deadline := time.Now().Add(10 * time.Second); err == nil && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		var now map[string]string
+		if now, err = configMapValues(ns); err == nil && maps.Equal(now, prev) {
+			return now, nil
+		}
+		prev = now
+	}
+	return prev, err
 }
 
 // countConfigMaps counts the ConfigMaps of ns with one small list request.
