@@ -11,14 +11,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.7.0
-# KWOK and Helm are built from this module too (tools.go): their versions
-# are the ones go.mod requires.
+# KWOK, Helm and MinIO are built from this module too (tools.go): their
+# versions are the ones go.mod requires.
 KWOK_VERSION=$(awk '$1 == "sigs.k8s.io/kwok" {print $2}' "$here/go.mod")
 HELM_VERSION=$(awk '$1 == "helm.sh/helm/v4" {print $2}' "$here/go.mod")
 CONTROLLER_GEN_VERSION=v0.20.1
 GOLANGCI_VERSION=v2.15.0
-# MinIO's server (S3-compatible buckets in tests) has no semver tags: a pseudo-version.
-MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+# MinIO's server (S3-compatible buckets in tests) has no semver tags: a
+# pseudo-version.
+MINIO_VERSION=$(awk '$1 == "github.com/minio/minio" {print $2}' "$here/go.mod")
 
 cache=${DRIFTGUARD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/driftguard/tools}
 bin="$cache/$KUBE_VERSION"
@@ -29,7 +30,7 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
 
 # want NAME PKG STAMP: NAME is to be built from PKG (the tools module's
-# Kubernetes, etcd, KWOK and Helm) unless the cache holds it at STAMP (a
+# Kubernetes, etcd, KWOK, Helm and MinIO) unless the cache holds it at STAMP (a
 # stamp file records which version it is). They are built by one go build
 # below: the packages they share compile once, and one links while others
 # compile. go.mod requires the main module's versions of the modules both
@@ -60,10 +61,11 @@ want kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$KUB
 want kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$KUBE_VERSION"
 want kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 want helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION"
+want minio github.com/minio/minio "$MINIO_VERSION"
 
-mods=(
-  "minio github.com/minio/minio $MINIO_VERSION"
-)
+# The linters and controller-gen, for make lint and make generate only, are
+# go installs of modules of their own, in the background.
+mods=()
 if [[ "${1:-}" != "test" ]]; then
   mods+=(
     "controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen $CONTROLLER_GEN_VERSION"

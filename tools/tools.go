@@ -6,6 +6,7 @@
 package tools
 
 import (
+	_ "github.com/minio/minio"
 	_ "go.etcd.io/etcd/server/v3"
 	_ "helm.sh/helm/v4/cmd/helm"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
