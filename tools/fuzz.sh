@@ -21,7 +21,8 @@
 # FUZZBUILDFLAGS how each package's test binary is built (default -fuzz=.:
 #                coverage instrumentation of every package it links, which
 #                a cold build cache compiles anew). make test's brief run
-#                passes -race -ldflags=-w instead: the binaries then reuse
+#                passes -race -vet=off -ldflags=-w instead (go test -c
+#                vets too, unless told not to): the binaries then reuse
 #                the packages its go test -race compiled, and the fuzzer
 #                mutates the seeds without coverage guidance, under the
 #                race detector.
