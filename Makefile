@@ -40,6 +40,10 @@ verify: generate ## Fail when generated files are stale
 # test's vet type-checks every dependency again, about 300 s of CPU cold.
 TEST_PACKAGES ?= 4
 TESTBIN ?= $(CURDIR)/bin/test
+# How make test builds its test binaries; fuzz-short and test-promrules
+# build theirs the same way, so that they reuse its compiled packages and
+# find its binaries up to date (one flag apart, every binary is built again).
+TESTBUILDFLAGS = -race -vet=off -ldflags=-w
 # The packages that take longest start first (go test starts packages in
 # the order named), so that the run does not end on them alone.
 TEST_FIRST = ./test/e2e ./test/faults ./test/install ./test/chart ./source ./test/workloadhealth ./render ./test/compiledlayer
@@ -50,7 +54,7 @@ test: ## Unit tests and the end-to-end suites on a real control plane, then ever
 	$(GO) mod download & a=$$!; (cd test/promrules && $(GO) mod download) & b=$$!; \
 		tools/build.sh test >/dev/null; s=$$?; wait $$a && wait $$b && exit $$s
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/driftguard-test ./cmd/driftguard
-	CI=true DRIFTGUARD_TEST_BINARY=$(CURDIR)/bin/driftguard-test $(GO) test -race -vet=off -count=1 -p $(TEST_PACKAGES) -ldflags=-w -o $(TESTBIN)/ -timeout 30m $(TEST_FIRST) ./...
+	CI=true DRIFTGUARD_TEST_BINARY=$(CURDIR)/bin/driftguard-test $(GO) test $(TESTBUILDFLAGS) -count=1 -p $(TEST_PACKAGES) -o $(TESTBIN)/ -timeout 30m $(TEST_FIRST) ./...
 	$(MAKE) --no-print-directory -j2 -O fuzz-short test-promrules
 
 test-unit: ## Unit tests only (no control plane)
@@ -64,13 +68,13 @@ test-e2e: test-tools ## End-to-end suites only
 # reuses the packages `go test -race ./...` built: a cold run compiles only
 # Prometheus's (docs/observability.md).
 test-promrules: test-tools ## The chart's alerts and dashboards under Prometheus's query engine and rule evaluator, over a running guard
-	cd test/promrules && CI=true $(GO) test -race -vet=off -mod=mod -count=1 -o $(TESTBIN)/ -timeout 20m ./...
+	cd test/promrules && CI=true $(GO) test $(TESTBUILDFLAGS) -mod=mod -count=1 -o $(TESTBIN)/ -timeout 20m ./...
 
 # fuzz-short builds its binaries as make test's go test -race does, so a
 # cold run compiles no package again (coverage-guided fuzzing, make fuzz,
 # instruments every package: ten minutes of a cold make test).
 fuzz-short: ## Every fuzz target for 500 mutated inputs under the race detector (part of make test; docs/security.md, Fuzzing)
-	GO=$(GO) FUZZTIME=500x FUZZBUILDFLAGS="-race -vet=off -ldflags=-w" FUZZBINDIR=$(TESTBIN) tools/fuzz.sh
+	GO=$(GO) FUZZTIME=500x FUZZBUILDFLAGS="$(TESTBUILDFLAGS)" FUZZBINDIR=$(TESTBIN) tools/fuzz.sh
 
 FUZZTIME ?= 90s
 fuzz: ## Every fuzz target for FUZZTIME (90s) on one worker each; figures per target (FUZZREPORT=file for a table)
