@@ -1,7 +1,7 @@
 package jsonpack
 
 // dictionary holds fragments of Kubernetes objects as encoding/json writes
-// them (keys sorted, no spaces). DEFLATE refers back into it as into text
+// them (keys sorted, no spaces). The encoder refers back into it as into text
 // already written, and a reference costs less the nearer its target is to
 // the end: the fragments every object has come last.
 var dictionary = []byte(`` +
