@@ -174,9 +174,11 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 	// webhook configurations cost the guard, the guard without them.
 	var guardTimes, kubectlTimes, bareTimes []time.Duration
 	var roundServerCPU []float64 // the API server's and etcd's, in the guard's rounds as registered
+	last := "v0"                 // the value every object holds
 	b.ResetTimer()
 	for r := 1; r <= rounds; r++ {
 		value := fmt.Sprintf("v%d", r)
+		last = value
 		rev := write(value)
 		// The last round's apply under the guard's CPU profile
 		// (DRIFTGUARD_BENCH_PROFILE_DIR: where the guard's time goes).
@@ -198,8 +200,33 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 			e.setAdmission(b, false, alice, applyNS, cmName(0))
 			value += "-bare"
 			bareTimes = append(bareTimes, guardApply(write(value)))
+			last = value
 			e.setAdmission(b, true, alice, applyNS, cmName(0))
 		}
+	}
+	// A revision that changes one object: what a revision costs besides
+	// its applies (push to Ready: fetch, render, the other objects passed
+	// by their kept verdicts, the status), during which the API server
+	// mostly waits on the guard.
+	var oneTimes []time.Duration
+	oneCPU0, oneServer0 := len(guardCPU), len(guardServerCPU)
+	for r := 1; r <= rounds; r++ {
+		var docs []string
+		for i := range min(applyPerFile, n) {
+			v := last
+			if i == 0 {
+				v = fmt.Sprintf("one-%d", r)
+			}
+			docs = append(docs, cmDoc(cmName(i), applyNS, v))
+		}
+		if err := repo.WriteFile("cms-00.yaml", strings.Join(docs, "---\n")); err != nil {
+			b.Fatal(err)
+		}
+		rev, err := repo.CommitAndPush(fmt.Sprintf("one-%d", r))
+		if err != nil {
+			b.Fatal(err)
+		}
+		oneTimes = append(oneTimes, guardApply(rev))
 	}
 	b.StopTimer()
 	g, k := mean(guardTimes), mean(kubectlTimes)
@@ -221,6 +248,8 @@ func BenchmarkApplyVsKubectl(b *testing.B) {
 			gi++
 		}
 	}
+	rows = append(rows, []string{fmt.Sprintf("one object changed (mean of %d)", len(oneTimes)), fmt.Sprintf("%.2f", mean(oneTimes).Seconds()), "", "", "",
+		fmt.Sprintf("%.2f", meanOf(guardCPU[oneCPU0:])), "", fmt.Sprintf("%.2f", meanOf(guardServerCPU[oneServer0:])), ""})
 	printTable(fmt.Sprintf("BenchmarkApplyVsKubectl: %d ConfigMaps in %d files, guard (push → Ready) vs kubectl apply --server-side -f DIR", n, (n+applyPerFile-1)/applyPerFile),
 		[]string{"apply", "guard (s)", "kubectl (s)", "speed-up", "guard without webhook configurations (s)", "guard CPU (s)", "kubectl CPU (s)",
 			"API server + etcd CPU, guard (s)", "API server + etcd CPU, kubectl (s)"}, rows)
