@@ -257,6 +257,48 @@ func TestClusterScopedWithNamespace(t *testing.T) {
 	}
 }
 
+// TestDecorateScopes: Decorate gives a namespaced object Git leaves without
+// a namespace "default", drops the namespace Git gives a cluster-scoped
+// one, and leaves an object of a kind the API server does not serve as Git
+// wrote it; each object of a kind as the first (Decorate asks the API
+// server's REST mapping once per kind).
+func TestDecorateScopes(t *testing.T) {
+	objs := []*render.Object{
+		object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: scopes-a}}`),
+		object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: scopes-b}}`),
+		object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: scopes-c, namespace: shop}}`),
+		object(t, `{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: scopes-a, namespace: shop}}`),
+		object(t, `{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: scopes-b, namespace: shop}}`),
+		object(t, `{apiVersion: nothere.driftguard.io/v1, kind: Nothing, metadata: {name: scopes-a}}`),
+		object(t, `{apiVersion: nothere.driftguard.io/v1, kind: Nothing, metadata: {name: scopes-b, namespace: shop}}`),
+	}
+	snap, err := render.NewSnapshot("file:///scopes", "r1", objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap, err = apply.Decorate(admin, "scopes", snap); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"ConfigMap/scopes-a": "default", "ConfigMap/scopes-b": "default", "ConfigMap/scopes-c": "shop",
+		"ClusterRole/scopes-a": "", "ClusterRole/scopes-b": "",
+		"Nothing/scopes-a": "", "Nothing/scopes-b": "shop",
+	}
+	if len(snap.Objects) != len(want) {
+		t.Fatalf("%d objects decorated, want %d", len(snap.Objects), len(want))
+	}
+	for _, o := range snap.Objects {
+		name := o.Key.Kind + "/" + o.Key.Name
+		ns, ok := want[name]
+		if !ok {
+			t.Fatalf("unexpected object %s", o.Key)
+		}
+		if got := o.Obj().GetNamespace(); got != ns || o.Key.Namespace != ns {
+			t.Errorf("%s: namespace %q, key namespace %q; want %q", name, got, o.Key.Namespace, ns)
+		}
+	}
+}
+
 // TestSchemaOfNewDefinition: the schema of a kind whose CRD the guard has
 // just applied is read once the API server publishes it (Forget).
 func TestSchemaOfNewDefinition(t *testing.T) {
