@@ -22,7 +22,12 @@ func TestFailedRevisionAfterRestart(t *testing.T) {
 	namespace(t, ns)
 	repo, rev1 := newRepo(t, name, cmFiles(ns, n, 5, gitValues))
 	g := startGuard(t, "--webhook-register=false")
-	createGuard(t, name, func(s *v1alpha1.GuardSpec) { s.Interval = metav1.Duration{Duration: 2 * time.Second} })
+	// The record holds for one interval after the failure (renderBackoff):
+	// long enough for the next process to start on a busy machine (with 2 s
+	// it failed under make test's load: the record had expired, so the new
+	// process rendered the revision again, as it should then). Pushes,
+	// not the interval, bring each revision.
+	createGuard(t, name, func(s *v1alpha1.GuardSpec) { s.Interval = metav1.Duration{Duration: 30 * time.Second} })
 	waitApplied(t, g, name, rev1, n, 90*time.Second)
 
 	rev2 := commit(t, repo, "broken", map[string]string{"cms/broken.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [unclosed\n"})
