@@ -25,7 +25,6 @@ func Decorate(c client.Client, guard string, snap *render.Snapshot) (*render.Sna
 	defer release()
 	objs := make([]*render.Object, 0, len(snap.Objects))
 	rekeyed := false
-	scopes := kindScopes{c: c}
 	for _, o := range snap.Objects {
 		if IsHook(o) {
 			rekeyed = true // a snapshot of fewer objects
@@ -57,9 +56,9 @@ func Decorate(c client.Client, guard string, snap *render.Snapshot) (*render.Sna
 			labels[GuardLabel] = guard
 			md["labels"] = labels
 		}
-		if u.GetNamespace() == "" && scopes.of(u.GroupVersionKind()) == namespaced {
+		if u.GetNamespace() == "" && Namespaced(c, u.GroupVersionKind()) {
 			md["namespace"] = corev1.NamespaceDefault
-		} else if u.GetNamespace() != "" && scopes.of(u.GroupVersionKind()) == clusterScoped {
+		} else if u.GetNamespace() != "" && clusterScoped(c, u.GroupVersionKind()) {
 			// The API server drops a cluster-scoped object's namespace;
 			// keyed with Git's, the object would never be found by the
 			// key of its live self (informer, webhook, inventory).
@@ -92,47 +91,13 @@ func Decorate(c client.Client, guard string, snap *render.Snapshot) (*render.Sna
 // Namespaced reports whether the API server knows gvk as namespaced (false
 // while it does not know the kind at all).
 func Namespaced(c client.Client, gvk schema.GroupVersionKind) bool {
-	return scopeOf(c, gvk) == namespaced
-}
-
-// scope is how the API server knows a kind.
-type scope uint8
-
-const (
-	unknownKind scope = iota // not (yet) served
-	namespaced
-	clusterScoped
-)
-
-func scopeOf(c client.Client, gvk schema.GroupVersionKind) scope {
 	ok, err := c.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
-	switch {
-	case err != nil:
-		return unknownKind
-	case ok:
-		return namespaced
-	}
-	return clusterScoped
+	return err == nil && ok
 }
 
-// kindScopes remembers each kind's scope for one decoration: a revision of
-// thousands of objects has a few kinds, and each lookup walks the REST
-// mapper (a sixth of the guard's CPU for a revision of 1,000 ConfigMaps
-// that changed one). The next decoration asks again, so a definition
-// installed since is seen.
-type kindScopes struct {
-	c client.Client
-	m map[schema.GroupVersionKind]scope
-}
-
-func (k *kindScopes) of(gvk schema.GroupVersionKind) scope {
-	if s, ok := k.m[gvk]; ok {
-		return s
-	}
-	if k.m == nil {
-		k.m = map[schema.GroupVersionKind]scope{}
-	}
-	s := scopeOf(k.c, gvk)
-	k.m[gvk] = s
-	return s
+// clusterScoped reports whether the API server knows gvk as cluster-scoped
+// (false while it does not know the kind at all).
+func clusterScoped(c client.Client, gvk schema.GroupVersionKind) bool {
+	ok, err := c.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}})
+	return err == nil && !ok
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,4 +93,76 @@ func TestDefinitionChangedOutOfBand(t *testing.T) {
 	}
 	drifts(true)
 	preferred("v2")
+}
+
+// TestDefinitionRecreatedWithOtherScope: the Mapper keeps the mapping of a
+// kind at a version, and a definition deleted and made again with the
+// other scope is mapped with its new scope once the Follower saw it, as a
+// guard would map the objects of the next revision.
+func TestDefinitionRecreatedWithOtherScope(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper, err := definitions.NewMapper(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &definitions.Follower{Config: cfg, Schemas: schemas.New(disc, logr.Discard()), Mapper: mapper}
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	gk := schema.GroupKind{Group: "rescope.driftguard.io", Kind: "Flange"}
+	scope := func(want meta.RESTScopeName) {
+		t.Helper()
+		wait.Eventually(t, 60*time.Second, "mapped with scope "+string(want), func() error {
+			m, err := mapper.RESTMapping(gk, "v1")
+			if err != nil {
+				return err
+			}
+			if got := m.Scope.Name(); got != want {
+				return fmt.Errorf("scope %s", got)
+			}
+			return nil
+		})
+	}
+	create := func(s apiextensionsv1.ResourceScope) *apiextensionsv1.CustomResourceDefinition {
+		t.Helper()
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal([]byte(tagsCRD(gk)), &crd); err != nil {
+			t.Fatal(err)
+		}
+		crd.Spec.Scope = s
+		if err := admin.Create(ctx, &crd); err != nil {
+			t.Fatalf("create the definition (%s): %v", s, err)
+		}
+		return &crd
+	}
+	crd := create(apiextensionsv1.NamespaceScoped)
+	scope(meta.RESTScopeNameNamespace)
+	// Kept: asked again, the same answer, a copy the caller may change.
+	m, err := mapper.RESTMapping(gk, "v1")
+	if err != nil || m.Scope.Name() != meta.RESTScopeNameNamespace || m.Resource.Resource != "flanges" {
+		t.Fatalf("kept mapping %+v, %v", m, err)
+	}
+	m.Resource.Resource = "changed by a caller"
+	if again, err := mapper.RESTMapping(gk, "v1"); err != nil || again.Resource.Resource != "flanges" {
+		t.Fatalf("mapping after a caller changed its copy: %+v, %v", again, err)
+	}
+
+	if err := admin.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 60*time.Second, "the definition gone", func() error {
+		err := admin.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	create(apiextensionsv1.ClusterScoped)
+	scope(meta.RESTScopeNameRoot)
 }

@@ -260,8 +260,7 @@ func TestClusterScopedWithNamespace(t *testing.T) {
 // TestDecorateScopes: Decorate gives a namespaced object Git leaves without
 // a namespace "default", drops the namespace Git gives a cluster-scoped
 // one, and leaves an object of a kind the API server does not serve as Git
-// wrote it; each object of a kind as the first (Decorate asks the API
-// server's REST mapping once per kind).
+// wrote it; every object of a kind as the first.
 func TestDecorateScopes(t *testing.T) {
 	objs := []*render.Object{
 		object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: scopes-a}}`),
