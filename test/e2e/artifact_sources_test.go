@@ -230,11 +230,15 @@ func TestHelmRepositorySource(t *testing.T) {
 	downAndBack(t, guard, repo.Front, rev2, ns, "cm", "from-guard")
 	badCredentials(t, guard, creds, "spec.helmRepository", "password")
 
-	// An archive that is not what index.yaml says is refused, naming it.
-	if err := repo.AddChart(ctx, "demo", "0.3.0", chart("0.3.0")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(repo.Archive("demo", "0.3.0"), []byte("truncated"), 0o644); err != nil {
+	// An archive that is not what index.yaml says is refused, naming it. The
+	// guard must not see the good archive between its indexing and its
+	// replacement (it did once under load, and applied 0.3.0).
+	if err := repo.Atomically(func() error {
+		if err := repo.AddChart(ctx, "demo", "0.3.0", chart("0.3.0")); err != nil {
+			return err
+		}
+		return os.WriteFile(repo.Archive("demo", "0.3.0"), []byte("truncated"), 0o644)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	g := waitCondition(t, guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, repo.URL()+"/demo-0.3.0.tgz: the archive has digest")

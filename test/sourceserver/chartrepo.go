@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,6 +23,10 @@ type ChartRepo struct {
 	Dir  string
 	helm string
 	home string // HELM_*_HOME
+
+	// mu is held for reading while a request is served and for writing
+	// by Atomically, so a client sees the folder before or after a change.
+	mu sync.RWMutex
 }
 
 // StartChartRepo serves an empty repository; helmBin is the helm binary.
@@ -46,6 +51,8 @@ func StartChartRepo(helmBin string) (*ChartRepo, error) {
 func (c *ChartRepo) URL() string { return "http://" + c.Addr() }
 
 func (c *ChartRepo) serve(w http.ResponseWriter, r *http.Request) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	name := filepath.Base(r.URL.Path)
 	data, err := os.ReadFile(filepath.Join(c.Dir, name))
 	if err != nil || strings.HasPrefix(name, ".") {
@@ -95,6 +102,15 @@ func (c *ChartRepo) AddChart(ctx context.Context, name, version string, files ma
 		return err
 	}
 	return c.Index(ctx)
+}
+
+// Atomically runs change while no request is served: a client sees the
+// repository before it or after it, never in between (a chart added, then
+// its archive replaced, say).
+func (c *ChartRepo) Atomically(change func() error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return change()
 }
 
 // Index runs helm repo index on the repository.
