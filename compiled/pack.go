@@ -33,8 +33,17 @@ func bucketChar(name string) string {
 	return "_"
 }
 
-// bucketExpr is bucketChar in CEL, of request.name.
-const bucketExpr = `(size(request.name) == 0 ? "_" : request.name.substring(size(request.name) - 1).matches("^[A-Za-z0-9.-]$") ? request.name.substring(size(request.name) - 1) : "_")`
+// RequestName is, in CEL, the name of the object an admission request
+// writes. A delete of a collection (kubectl delete --all, a DELETE of a
+// list URL) reaches admission once per object with request.name empty and
+// the object in oldObject (k8s.io/apiserver's
+// AdmissionToValidateObjectDeleteFunc). request.name is then absent, not
+// empty (the request's JSON omits an empty name): read alone, it fails
+// the expression.
+const RequestName = `(has(request.name) ? request.name : oldObject != null ? oldObject.metadata.name : "")`
+
+// bucketExpr is bucketChar in CEL, of the request's object's name.
+var bucketExpr = strings.ReplaceAll(`(size(request.name) == 0 ? "_" : request.name.substring(size(request.name) - 1).matches("^[A-Za-z0-9.-]$") ? request.name.substring(size(request.name) - 1) : "_")`, "request.name", RequestName)
 
 // packable reports whether an object's name can be held in a bucket: no
 // separator of the packed form ("\n", "="), nothing a name of a built-in

@@ -169,7 +169,7 @@ func (c Config) policy(k policyKind, rules []admissionregistrationv1.NamedRuleWi
 	if k.mode == "warn" {
 		verb = warnVerb
 	}
-	message := fmt.Sprintf(`"changes to objects managed by Git %s: " + request.resource.resource + "/" + request.name + " comes from " + variables.source + " in " + variables.git[1] + " at revision " + variables.git[0] + " (Guard " + variables.guard + "); change it there" + %s`, verb, changed)
+	message := fmt.Sprintf(`"changes to objects managed by Git %s: " + request.resource.resource + "/" + `+RequestName+` + " comes from " + variables.source + " in " + variables.git[1] + " at revision " + variables.git[0] + " (Guard " + variables.guard + "); change it there" + %s`, verb, changed)
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -202,7 +202,7 @@ func (c Config) validation(k policyKind) (vars []admissionregistrationv1.Variabl
 	// The object's entry, from its bucket (pack.go): split, not indexOf and
 	// substring, which copy the bucket into runes.
 	bucket := `params.?data.orValue({})[?(request.resource.resource + "." + request.resource.group + "_" + ` + bucketExpr + `)].orValue("")`
-	parts := func(bucket string) string { return bucket + `.split("\n" + request.name + "=", 2)` }
+	parts := func(bucket string) string { return bucket + `.split("\n" + ` + RequestName + ` + "=", 2)` }
 	entry := func(parts string) string {
 		return `(size(` + parts + `) < 2 ? "" : ` + parts + `[1].split("\n", 2)[0])`
 	}
@@ -317,24 +317,38 @@ func (c Config) namespaceSelector() *metav1.LabelSelector {
 // tenant edits, the index is theirs to edit too, were it not for this. It
 // matches by name, which the policies' parameter references use, creates
 // included: a tenant cannot make the index of a namespace before the guard
-// does, and what the guard did not write is never read as the index.
+// does, and what the guard did not write is never read as the index. A
+// delete of a collection of ConfigMaps reaches admission with no name
+// (RequestName): a second rule matches every ConfigMap delete, and the
+// match condition keeps those of the guard's names. Only the guard's own
+// identities write the index: not the Guards' service accounts of its
+// namespace, which apply what a tenant's Git holds (a ConfigMap of the
+// index's name would empty the index of a namespace other Guards share).
 func (c Config) indexPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	name := c.Name + "-index"
+	configMaps := admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}
+	names := []string{c.IndexName(), c.ClusterIndexName(), c.CanaryName()}
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels()},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					ResourceNames: []string{c.IndexName(), c.ClusterIndexName(), c.CanaryName()},
+					ResourceNames: names,
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+						Rule:       configMaps,
+					},
+				}, {
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+						Rule:       configMaps,
 					},
 				}},
 			},
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConditions: []admissionregistrationv1.MatchCondition{
-				c.notTheGuard(),
+				{Name: "the-guards-names", Expression: RequestName + " in " + list(names)},
+				{Name: "not-the-guard", Expression: "!(request.userInfo.username in " + list(c.GuardUsers) + ")"},
 				{Name: "not-the-namespace-controller", Expression: `!(request.operation == "DELETE" && request.userInfo.username in ` + list(deleteControllers) + ")"},
 			},
 			Validations: []admissionregistrationv1.Validation{{

@@ -184,7 +184,28 @@ func decodeReview(w http.ResponseWriter, r *http.Request, log logr.Logger) (*adm
 		http.Error(w, "driftguard: AdmissionReview has no request", http.StatusBadRequest)
 		return nil, false
 	}
+	nameCollectionDelete(review.Request)
 	return &review, true
+}
+
+// nameCollectionDelete gives a delete of a collection its object's name. A
+// delete of a collection (kubectl delete --all, a DELETE of a list URL)
+// reaches admission once per object with no name and the object in
+// oldObject (k8s.io/apiserver's AdmissionToValidateObjectDeleteFunc): by
+// its name alone, every object of the collection would be unmanaged.
+// compiled.RequestName is the same in CEL.
+func nameCollectionDelete(req *admissionv1.AdmissionRequest) {
+	if req.Name != "" || req.Operation != admissionv1.Delete || len(req.OldObject.Raw) == 0 {
+		return
+	}
+	var old struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err == nil {
+		req.Name = old.Metadata.Name
+	}
 }
 
 func writeReview(w http.ResponseWriter, resp *admissionv1.AdmissionResponse, log logr.Logger) {

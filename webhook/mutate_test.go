@@ -13,6 +13,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/stamp"
@@ -90,6 +91,33 @@ func TestStamper(t *testing.T) {
 			got, ok := signer.Verify(value, "apps/Deployment/shop/web")
 			if !ok || got.User != "driftguard" || !got.Time.Equal(now) || got.RequestUID != "uid-1" {
 				t.Fatalf("stamp = %+v (%q), verified %v", got, value, ok)
+			}
+		})
+	}
+}
+
+// TestNameCollectionDelete: a delete of a collection reaches admission once
+// per object with no name; the object's name is its old object's.
+func TestNameCollectionDelete(t *testing.T) {
+	old := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg","namespace":"shop"}}`)
+	tests := []struct {
+		name string
+		req  admissionv1.AdmissionRequest
+		want string
+	}{
+		{"collection delete", admissionv1.AdmissionRequest{Operation: admissionv1.Delete, OldObject: runtime.RawExtension{Raw: old}}, "cfg"},
+		{"named delete", admissionv1.AdmissionRequest{Name: "other", Operation: admissionv1.Delete, OldObject: runtime.RawExtension{Raw: old}}, "other"},
+		{"create with generateName", admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: old}}, ""},
+		{"update without a name", admissionv1.AdmissionRequest{Operation: admissionv1.Update, OldObject: runtime.RawExtension{Raw: old}}, ""},
+		{"delete with no old object", admissionv1.AdmissionRequest{Operation: admissionv1.Delete}, ""},
+		{"malformed old object", admissionv1.AdmissionRequest{Operation: admissionv1.Delete, OldObject: runtime.RawExtension{Raw: []byte(`{"metadata":`)}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := tt.req
+			nameCollectionDelete(&req)
+			if req.Name != tt.want {
+				t.Fatalf("name %q, want %q", req.Name, tt.want)
 			}
 		})
 	}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftguard/driftguard/compiled"
 )
 
 // Registration describes how the API server reaches the webhook.
@@ -87,7 +89,7 @@ func (l *Leftover) condition(byUser bool) string {
 		terms = append(terms, `request.operation == "UPDATE" && request.userInfo.username in `+quoteList(l.Users))
 	}
 	if len(l.Objects) > 0 {
-		terms = append(terms, `request.resource.resource + "." + request.resource.group + "_" + request.namespace + "/" + request.name in `+quoteList(l.Objects))
+		terms = append(terms, `request.resource.resource + "." + request.resource.group + "_" + request.namespace + "/" + `+compiled.RequestName+` in `+quoteList(l.Objects))
 	}
 	if len(l.Resources) > 0 {
 		rs := make([]string, len(l.Resources))

@@ -94,10 +94,24 @@ func TestEditorDeniedAtAdmission(t *testing.T) {
 		{"edit and forge a stamp", []string{"patch", "configmap", "cfg", "--type=merge", "-p", `{"metadata":{"annotations":{"driftguard.io/changed-by":"{\"user\":\"bob\",\"groups\":[\"sre\"],\"time\":\"2099-01-01T00:00:00Z\"}","driftguard.io/break-glass":"INC-1"}},"data":{"greeting":"by eve"}}`}, "configmap.yaml", "/data/greeting"},
 		{"scale", []string{"scale", "deployment", "web", "--replicas=9"}, "deployment.yaml", "/spec/replicas"},
 		{"delete", []string{"delete", "configmap", "cfg", "--wait=false"}, "configmap.yaml", ""},
+		// A delete of a collection reaches admission once per object, each
+		// with no name (kubectl delete --all deletes one by one; a DELETE
+		// of the list URL does not).
+		{"delete a collection", []string{"delete", "--raw", "/api/v1/namespaces/" + ns + "/configmaps?fieldSelector=metadata.name%3Dcfg"}, "configmap.yaml", ""},
+		{"delete every Deployment of the namespace", []string{"delete", "--raw", "/apis/apps/v1/namespaces/" + ns + "/deployments"}, "deployment.yaml", ""},
 	}
+	var before corev1.ConfigMap
+	if err := h.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cfg"}, &before); err != nil {
+		t.Fatal(err)
+	}
+	cmUID := before.UID
 	for _, a := range attempts {
 		t.Run(a.name, func(t *testing.T) {
-			out, err := h.KubectlAs(t, eve, append(a.args, "-n", ns)...)
+			args := a.args
+			if args[1] != "--raw" {
+				args = append(args, "-n", ns)
+			}
+			out, err := h.KubectlAs(t, eve, args...)
 			if err == nil {
 				t.Fatalf("admitted: %s", out)
 			}
@@ -132,6 +146,10 @@ func TestEditorDeniedAtAdmission(t *testing.T) {
 	}
 	if cm.Data["greeting"] != "from git" || len(cm.OwnerReferences) > 0 || len(cm.Finalizers) > 0 || cm.Labels["team"] != "" {
 		t.Fatalf("a change got in: %+v", cm.ObjectMeta)
+	}
+	// Nor was anything deleted and made again.
+	if cm.UID != cmUID {
+		t.Fatalf("the ConfigMap was deleted (uid %s, was %s)", cm.UID, cmUID)
 	}
 }
 

@@ -76,7 +76,7 @@ func run(m *testing.M) int {
 const editor = "adversary-editor"
 
 func editorRole() *rbacv1.ClusterRole {
-	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 	return &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: editor},
 		Rules: []rbacv1.PolicyRule{

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
+	"github.com/driftguard/driftguard/app"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/compiled"
 	"github.com/driftguard/driftguard/gitserver"
@@ -249,6 +250,9 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	denied("kubectl label", "config/settings.yaml:1", kubectl("label", "configmap", "settings", "team=eve"))
 	denied("kubectl annotate", "config/settings.yaml:1", kubectl("annotate", "configmap", "settings", "note=hand"))
 	denied("kubectl delete", "config/settings.yaml:1", kubectl("delete", "configmap", "settings", "--wait=false"))
+	// A delete of a collection: each object reaches admission with no name.
+	_, _, err := cluster.Kubectl(ctx, aliceKubeconfig, "delete", "--raw", "/api/v1/namespaces/"+ns+"/configmaps?fieldSelector=metadata.name%3Dsettings")
+	denied("a delete of a collection", "config/settings.yaml:1", err)
 	denied("kubectl label of a cluster-scoped object with a colon in its name", "rbac/reader.yaml:1", kubectl("label", "clusterrole", ns+":reader", "team=eve"))
 	denied("kubectl set image", "apps/web.yaml:1", kubectl("set", "image", "deployment/web", "app=nginx:1.28"))
 	denied("kubectl patch of a field no ignore rule hides", "config/tuned.yaml:1",
@@ -306,6 +310,22 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	}
 	if err := alice.Patch(ctx, index, client.RawPatch(types.MergePatchType, []byte(`{"data":{"configmaps._s":null}}`))); err == nil {
 		t.Fatal("alice removed an entry of the index")
+	}
+	if err := alice.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": index.Name}); err == nil || !strings.Contains(err.Error(), "only the guard writes it") {
+		t.Fatalf("alice deletes the index as a collection: %v", err)
+	}
+	// Nor can a Guard's service account (the guard's namespace's, which
+	// applies what a tenant's Git holds) write it, cluster-admin or not.
+	_, tenantCfg, err := cluster.AddUser("system:serviceaccount:"+app.DefaultOptions().Namespace+":tenant", []string{"system:masters"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant, err := client.New(tenantCfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tenant.Patch(ctx, index, client.RawPatch(types.MergePatchType, []byte(`{"data":{"configmaps._s":"\n"}}`))); err == nil || !strings.Contains(err.Error(), "only the guard writes it") {
+		t.Fatalf("a Guard's service account empties a bucket of the index: %v", err)
 	}
 	// Nor can she make the index of a namespace the guard has not written
 	// one in yet.
