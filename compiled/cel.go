@@ -74,11 +74,13 @@ func eq(a, b string, n *trie) string {
 }
 
 // metadataUnchanged compares labels, annotations (but the guard's own and
-// last-applied), owner references and finalizers; md hides parts of them.
+// last-applied), owner references and finalizers; md hides parts of them:
+// a label or annotation a path ends at (a path below one, into a string,
+// hides nothing, as in drift.Edits).
 func metadataUnchanged(md *trie) []string {
 	var parts []string
 	if l := md.child("labels"); l == nil || !l.end {
-		if hidden := l.keys(); len(hidden) > 0 {
+		if hidden := l.ends(); len(hidden) > 0 {
 			parts = append(parts, mapEq("variables.newLabels", "variables.oldLabels", "k in "+list(hidden)))
 		} else {
 			parts = append(parts, "variables.newLabels == variables.oldLabels")
@@ -86,7 +88,7 @@ func metadataUnchanged(md *trie) []string {
 	}
 	if a := md.child("annotations"); a == nil || !a.end {
 		cond := fmt.Sprintf("k.startsWith(%s) || k == %s", lit(drift.OwnAnnotationPrefix), lit(corev1.LastAppliedConfigAnnotation))
-		if hidden := a.keys(); len(hidden) > 0 {
+		if hidden := a.ends(); len(hidden) > 0 {
 			cond += " || k in " + list(hidden)
 		}
 		parts = append(parts, mapEq("variables.newAnnotations", "variables.oldAnnotations", cond))

@@ -99,6 +99,17 @@ func (t *trie) keys() []string {
 	return out
 }
 
+// ends is the keys of the children a path ends at.
+func (t *trie) ends() []string {
+	var out []string
+	for _, k := range t.keys() {
+		if t.children[k].end {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // lit is a CEL string literal.
 func lit(s string) string { return strconv.Quote(s) }
 

@@ -164,7 +164,9 @@ func TestRefusedCondition(t *testing.T) {
 // label and an annotation compares the others key by key.
 func TestRefusedConditionHiddenMetadata(t *testing.T) {
 	s := newSetup()
-	shape := compiled.Shape{Paths: [][]string{{"metadata", "labels", "team"}, {"metadata", "annotations", "note"}}}
+	// A path below a label's value (a string) hides nothing: drift.Edits
+	// compares the label whole, and so must the policy.
+	shape := compiled.Shape{Paths: [][]string{{"metadata", "labels", "team"}, {"metadata", "annotations", "note"}, {"metadata", "labels", "app", "x"}}}
 	s.config.Shapes = []compiled.Shape{shape}
 	index := s.param.nested.(*corev1.ConfigMap)
 	entries := map[string]string{compiled.Key("", "configmaps", "cm-0007"): "deny|" + shape.ID() + "|shop|cms.yaml:57"}
