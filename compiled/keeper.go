@@ -73,9 +73,13 @@ type KeeperOptions struct {
 	Log               logr.Logger
 }
 
+// writtenObject is what the guard last wrote of an object: the digest of
+// what it wanted and the resourceVersion its write left. Any other write
+// (of a ConfigMap's data too, which has no generation) changes the
+// resourceVersion, and the next full check writes the object again.
 type writtenObject struct {
-	digest     string
-	generation int64
+	digest          string
+	resourceVersion string
 }
 
 // NewKeeper returns a Keeper ready to Run.
@@ -259,12 +263,12 @@ func (k *Keeper) writeChanged(ctx context.Context, order []client.Object, digest
 			if live == nil {
 				continue
 			}
-			if l, ok := live[id]; ok && l.Generation == last.generation && l.Annotations[hashAnnotation] == digest {
+			if l, ok := live[id]; ok && l.ResourceVersion == last.resourceVersion && l.Annotations[hashAnnotation] == digest {
 				continue
 			}
 		}
 		setAnnotation(o, hashAnnotation, digest)
-		gen, err := k.apply(ctx, o)
+		rv, err := k.apply(ctx, o)
 		if err != nil {
 			errs = append(errs, err)
 			delete(k.written, id)
@@ -273,7 +277,7 @@ func (k *Keeper) writeChanged(ctx context.Context, order []client.Object, digest
 		if seen && last.digest == digest {
 			k.Log.Info("restored a compiled admission object someone changed or deleted", "object", id)
 		}
-		k.written[id] = writtenObject{digest: digest, generation: gen}
+		k.written[id] = writtenObject{digest: digest, resourceVersion: rv}
 	}
 	return errors.Join(errs...)
 }
@@ -344,11 +348,12 @@ func (k *Keeper) live(ctx context.Context) (map[string]*metav1.PartialObjectMeta
 	return out, nil
 }
 
-// apply writes o with server-side apply and returns its generation.
-func (k *Keeper) apply(ctx context.Context, o client.Object) (int64, error) {
+// apply writes o with server-side apply and returns the resourceVersion
+// it left.
+func (k *Keeper) apply(ctx context.Context, o client.Object) (string, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
-		return 0, fmt.Errorf("convert %s: %w", objectID(o), err)
+		return "", fmt.Errorf("convert %s: %w", objectID(o), err)
 	}
 	u := &unstructured.Unstructured{Object: m}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
@@ -356,35 +361,36 @@ func (k *Keeper) apply(ctx context.Context, o client.Object) (int64, error) {
 	u.SetGroupVersionKind(gvkOf(o))
 	if err := k.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		if apierrors.IsNotFound(err) && o.GetNamespace() != "" && o.GetNamespace() != k.Config.Namespace {
-			return 0, nil // the namespace went away: nothing left to protect there
+			return "", nil // the namespace went away: nothing left to protect there
 		}
-		return 0, fmt.Errorf("apply %s: %w", objectID(o), err)
+		return "", fmt.Errorf("apply %s: %w", objectID(o), err)
 	}
 	if cm, ok := o.(*corev1.ConfigMap); ok {
-		return 0, k.dropForeignEntries(ctx, cm, u)
+		return k.dropForeignEntries(ctx, cm, u)
 	}
-	return u.GetGeneration(), nil
+	return u.GetResourceVersion(), nil
 }
 
 // dropForeignEntries removes from an index ConfigMap the entries the guard
 // did not write (a server-side apply keeps the keys another manager owns:
 // a ConfigMap of the index's name made before the guard's policies were in
-// force), so that the policies read only what the guard wrote.
-func (k *Keeper) dropForeignEntries(ctx context.Context, want *corev1.ConfigMap, applied *unstructured.Unstructured) error {
+// force), so that the policies read only what the guard wrote. It returns
+// the resourceVersion the ConfigMap is left at.
+func (k *Keeper) dropForeignEntries(ctx context.Context, want *corev1.ConfigMap, applied *unstructured.Unstructured) (string, error) {
 	data, _, err := unstructured.NestedStringMap(applied.Object, "data")
 	if err != nil {
-		return fmt.Errorf("read %s: %w", objectID(want), err)
+		return "", fmt.Errorf("read %s: %w", objectID(want), err)
 	}
 	if len(data) == len(want.Data) {
-		return nil // every wanted key is there: nothing else is
+		return applied.GetResourceVersion(), nil // every wanted key is there: nothing else is
 	}
 	cm := want.DeepCopy()
 	cm.ResourceVersion = applied.GetResourceVersion()
 	if err := k.Client.Update(ctx, cm, client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("replace %s, which held entries the guard did not write: %w", objectID(want), err)
+		return "", fmt.Errorf("replace %s, which held entries the guard did not write: %w", objectID(want), err)
 	}
 	k.Log.Info("removed entries the guard did not write from a compiled admission index", "object", objectID(want), "entries", len(data)-len(want.Data))
-	return nil
+	return cm.ResourceVersion, nil
 }
 
 func (c Config) indexConfigMap(ns string, entries map[string]string) *corev1.ConfigMap {

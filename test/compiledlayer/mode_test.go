@@ -2,6 +2,7 @@ package compiledlayer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -116,6 +118,43 @@ func TestCompiledMode(t *testing.T) {
 		}
 		if cm.Data["a"] != "1" {
 			return fmt.Errorf("a=%q", cm.Data["a"])
+		}
+		return nil
+	})
+
+	// An admin takes the index policy's binding away and empties a bucket
+	// of the index (a write that keeps the guard's annotations and, as for
+	// any ConfigMap, a generation of 0): the guard's next full check puts
+	// back both.
+	index := types.NamespacedName{Namespace: ns, Name: webhookName + "-index"}
+	var before corev1.ConfigMap
+	if err := admin.Get(ctx, index, &before); err != nil {
+		t.Fatal(err)
+	}
+	bucket := ""
+	for k, v := range before.Data {
+		if strings.Contains(v, "\nsettings=") {
+			bucket = k
+		}
+	}
+	if bucket == "" {
+		t.Fatalf("no bucket holds settings: %v", before.Data)
+	}
+	wait.Eventually(t, 30*time.Second, "an admin empties a bucket of the index", func() error {
+		b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: webhookName + "-index"}}
+		if err := admin.Delete(ctx, b); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		patch, _ := json.Marshal(map[string]any{"data": map[string]string{bucket: "\n"}})
+		return admin.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: index.Name}}, client.RawPatch(types.MergePatchType, patch))
+	})
+	wait.Eventually(t, 60*time.Second, "the guard writes the index again", func() error {
+		var cm corev1.ConfigMap
+		if err := admin.Get(ctx, index, &cm); err != nil {
+			return err
+		}
+		if cm.Data[bucket] != before.Data[bucket] {
+			return fmt.Errorf("bucket %s: %q", bucket, cm.Data[bucket])
 		}
 		return nil
 	})
