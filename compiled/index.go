@@ -106,6 +106,22 @@ type guardPart struct {
 	resources  []Resource
 	fallbacks  []Fallback
 	complete   bool // every kind was mapped: the part can be kept
+	// unowned are the objects of the snapshot another Guard owned when
+	// the part was built. A key passes to the next Guard that claims it
+	// when its owner lets it go, with no change of this Guard's snapshot:
+	// the part is built again when one of them has become this Guard's.
+	unowned []render.ObjectKey
+}
+
+// stillOwned reports whether the part's objects are still owned as they
+// were when it was built.
+func (p *guardPart) stillOwned(g Guard) bool {
+	for _, k := range p.unowned {
+		if g.Owns(k) {
+			return false
+		}
+	}
+	return true
 }
 
 type partKey struct {
@@ -131,7 +147,7 @@ func (b *Builder) Build(guards []Guard, mapper meta.RESTMapper) Index {
 			key.rules = g.Rules[0]
 		}
 		part := b.parts[g.Name]
-		if part == nil || part.key != key || !part.complete {
+		if part == nil || part.key != key || !part.complete || !part.stillOwned(g) {
 			part = buildPart(g, key, mapper)
 			b.parts[g.Name] = part
 		}
@@ -174,6 +190,7 @@ func buildPart(g Guard, key partKey, mapper meta.RESTMapper) *guardPart {
 	git := g.Snapshot.Revision + "|" + escape(redact.URL(g.Snapshot.URL))
 	for _, o := range g.Snapshot.Objects {
 		if g.Owns != nil && !g.Owns(o.Key) {
+			part.unowned = append(part.unowned, o.Key)
 			continue
 		}
 		gvk := o.GVK()

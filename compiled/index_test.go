@@ -166,3 +166,24 @@ func TestShapesRecordedAndRestored(t *testing.T) {
 		t.Errorf("entryShape = %q", got)
 	}
 }
+
+// An object another Guard owned passes to this one when its owner lets it
+// go, with no change of this Guard's snapshot: its part is built again and
+// the object is in the index.
+func TestBuilderFollowsOwnership(t *testing.T) {
+	s, err := render.NewSnapshot("https://git.example/b.git", "rev1", []*render.Object{obj("v1", "ConfigMap", "shop", "a", "", "a.yaml", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := false
+	g := Guard{Name: "b", Snapshot: s, Owns: func(render.ObjectKey) bool { return owned }}
+	b := NewBuilder()
+	if ix := b.Build([]Guard{g}, mapper()); ix.Namespaces["shop"][Key("", "configmaps", "a")] != "" {
+		t.Fatalf("an object another Guard owns is in b's part: %v", ix.Namespaces)
+	}
+	owned = true
+	ix := b.Build([]Guard{g}, mapper())
+	if got := ix.Namespaces["shop"][Key("", "configmaps", "a")]; !strings.Contains(got, "|b|a.yaml:1") {
+		t.Fatalf("the object b now owns: %q", got)
+	}
+}
