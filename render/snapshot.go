@@ -99,6 +99,38 @@ func (s *Snapshot) SensitiveValues() []string {
 	return out
 }
 
+// Without returns the snapshot less the objects drop says, or s itself
+// when it drops none. The objects are shared, finished (Claim): whoever
+// claims the result must copy them.
+func (s *Snapshot) Without(drop func(*Object) bool) *Snapshot {
+	var kept []*Object
+	for i, o := range s.Objects {
+		if drop(o) {
+			if kept == nil {
+				kept = append(make([]*Object, 0, len(s.Objects)), s.Objects[:i]...)
+			}
+			continue
+		}
+		if kept != nil {
+			kept = append(kept, o)
+		}
+	}
+	if kept == nil {
+		return s
+	}
+	out := &Snapshot{URL: s.URL, Revision: s.Revision, Objects: kept, sensitive: s.sensitive, byKey: make(map[ObjectKey]*Object, len(kept)), claimed: true}
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, o := range kept {
+		out.byKey[o.Key] = o
+		if gvk := o.GVK(); !seen[gvk] {
+			seen[gvk] = true
+			out.kinds = append(out.kinds, gvk)
+		}
+	}
+	sortGVKs(out.kinds)
+	return out
+}
+
 // Freeze keeps every object as compact JSON from now on (see Object). Call
 // it once the objects are finished, while holding the snapshot (Claim).
 func (s *Snapshot) Freeze() {

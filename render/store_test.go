@@ -71,6 +71,47 @@ func TestSnapshotKinds(t *testing.T) {
 	}
 }
 
+func TestSnapshotWithout(t *testing.T) {
+	s := snapshot(t, "r", obj("v1", "ConfigMap", "a", "x"), obj("apps/v1", "Deployment", "a", "x"), obj("v1", "ConfigMap", "a", "y"))
+	tests := []struct {
+		name      string
+		drop      func(*Object) bool
+		wantNames []string
+		wantKinds int
+	}{
+		{"none", func(*Object) bool { return false }, []string{"x", "x", "y"}, 2},
+		{"the first", func(o *Object) bool { return o.Key.Kind == "ConfigMap" && o.Key.Name == "x" }, []string{"x", "y"}, 2},
+		{"a kind's only object", func(o *Object) bool { return o.Key.Kind == "Deployment" }, []string{"x", "y"}, 1},
+		{"all", func(*Object) bool { return true }, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := s.Without(tt.drop)
+			var names []string
+			for _, o := range got.Objects {
+				names = append(names, o.Key.Name)
+				if g, ok := got.Get(o.Key); !ok || g != o {
+					t.Fatalf("Get(%s) = %v %v", o.Key, g, ok)
+				}
+			}
+			if !slices.Equal(names, tt.wantNames) || len(got.Kinds()) != tt.wantKinds {
+				t.Fatalf("objects %v kinds %v", names, got.Kinds())
+			}
+			if (got == s) != (len(tt.wantNames) == len(s.Objects)) {
+				t.Fatal("a snapshot that drops nothing is the snapshot itself, and only then")
+			}
+			for _, o := range s.Objects {
+				if _, ok := got.Get(o.Key); ok == tt.drop(o) {
+					t.Fatalf("Get(%s) after dropping: %v", o.Key, ok)
+				}
+			}
+		})
+	}
+	if len(s.Objects) != 3 {
+		t.Fatal("Without changed the snapshot")
+	}
+}
+
 func TestStore(t *testing.T) {
 	cm := obj("v1", "ConfigMap", "shop", "cfg")
 	deploy := obj("apps/v1", "Deployment", "shop", "web")

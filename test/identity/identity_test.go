@@ -283,6 +283,40 @@ spec:
 	})
 }
 
+// TestForeignObjectNotClaimed: an object a Guard's Git names but its
+// account may not write (another team's, in their namespace) is not the
+// Guard's to guard: the others' writes of it are not decided by this
+// Guard's Git. Were it claimed, team-d could not create its own ConfigMap
+// of that name: the webhook would deny the create as a change of an
+// object Git manages, naming team-c's repository.
+func TestForeignObjectNotClaimed(t *testing.T) {
+	ctx := context.Background()
+	nsC, nsD := "identity-c", "identity-d"
+	namespace(t, nsC)
+	namespace(t, nsD)
+	tenant(t, "team-c", nsC, configMapVerbs)
+	repo := h.NewGuard(t, "identity-c", false, map[string]string{
+		"c.yaml": configMap(nsC, "app", "1"),
+		"d.yaml": configMap(nsD, "theirs", "from team-c's Git"),
+	}, func(s *v1alpha1.GuardSpec) { s.ServiceAccountName = "team-c" })
+	waitReady(t, repo.Guard, metav1.ConditionFalse, v1alpha1.ReasonForbidden, "may not patch (server-side apply) configmaps in namespace "+nsD)
+	if v := value(t, nsC, "app"); v != "1" {
+		t.Fatalf("%s/app: %s", nsC, v)
+	}
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsD, Name: "theirs"}, Data: map[string]string{"value": "team-d's"}}
+	// Each attempt of the Guard publishes its revision for as long as it
+	// applies (milliseconds, every retry): a create in that window is
+	// denied, and tried again.
+	wait.Eventually(t, 30*time.Second, "team-d creates its own ConfigMap", func() error {
+		return h.Admin.Create(ctx, theirs.DeepCopy())
+	})
+	// What team-c's Git holds of it does not come back: no revert.
+	time.Sleep(2 * time.Second)
+	if v := value(t, nsD, "theirs"); v != "team-d's" {
+		t.Fatalf("%s/theirs is %q", nsD, v)
+	}
+}
+
 // TestMissingServiceAccount: a Guard naming a service account that does not
 // exist applies nothing and says so; creating the account is the fix. Its
 // health reads act as the account too: a health check of a Secret the
