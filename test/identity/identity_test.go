@@ -291,11 +291,11 @@ spec:
 // object Git manages, naming team-c's repository.
 func TestForeignObjectNotClaimed(t *testing.T) {
 	ctx := context.Background()
-	nsC, nsD := "identity-c", "identity-d"
+	nsC, nsD := "identity-foreign-c", "identity-foreign-d"
 	namespace(t, nsC)
 	namespace(t, nsD)
 	tenant(t, "team-c", nsC, configMapVerbs)
-	repo := h.NewGuard(t, "identity-c", false, map[string]string{
+	repo := h.NewGuard(t, "identity-foreign", false, map[string]string{
 		"c.yaml": configMap(nsC, "app", "1"),
 		"d.yaml": configMap(nsD, "theirs", "from team-c's Git"),
 	}, func(s *v1alpha1.GuardSpec) { s.ServiceAccountName = "team-c" })
