@@ -305,7 +305,10 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 	if live == nil {
 		return who
 	}
-	var newest time.Time
+	var newest, newestSpec time.Time
+	// newestSubresource is that of the newest write but status writes
+	// (controllers report status all the time; status is never compared).
+	newestSubresource := ""
 	// The entries are read in place: GetManagedFields converts each one,
 	// field sets and all, to the typed form, for a name and a time.
 	md, _ := live.Object["metadata"].(map[string]any)
@@ -321,6 +324,9 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 		if who.manager == "unknown" || t.After(newest) {
 			who.manager, newest = manager, t
 		}
+		if sub, _ := mf["subresource"].(string); sub != "status" && (newestSpec.IsZero() || t.After(newestSpec)) {
+			newestSpec, newestSubresource = t, sub
+		}
 	}
 	if w.Stamps != nil {
 		c, ok := w.Stamps.Verify(live.GetAnnotations()[v1alpha1.ChangedByAnnotation], key.String())
@@ -332,7 +338,11 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 	// While the compiled stamp policy is in force the API server writes the
 	// last writer's name on every update, whoever they are: a change made
 	// while the guard was down is attributed when it is back.
-	if w.APIServerStamps != nil && w.APIServerStamps() {
+	// The stamp policy matches writes of the object itself, not of its
+	// subresources: after a write of /scale (or /status) the annotation
+	// still names whoever wrote the object before, so it is not the
+	// newest change's writer.
+	if w.APIServerStamps != nil && w.APIServerStamps() && newestSubresource == "" {
 		if u := live.GetAnnotations()[v1alpha1.APIServerChangedByAnnotation]; u != "" {
 			who.user, who.verified = u, true
 		}

@@ -75,6 +75,35 @@ func TestAttribute(t *testing.T) {
 	}
 }
 
+// TestAttributeAPIServerStamp: the API server's stamp names the writer of
+// the object's newest write, unless that write was of a subresource, which
+// the stamp policy does not match.
+func TestAttributeAPIServerStamp(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { v := metav1.NewTime(t0.Add(d)); return &v }
+	obj := render.ObjectKey{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	tests := []struct {
+		name     string
+		managers []metav1.ManagedFieldsEntry
+		user     string
+	}{
+		{"a write of the object", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(time.Minute)}, {Manager: "kubectl-scale", Subresource: "scale", Time: at(0)}}, "alice"},
+		{"a write of /scale after it", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}, {Manager: "kubectl-scale", Subresource: "scale", Time: at(time.Minute)}}, "unknown"},
+		{"a controller's status after it", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}, {Manager: "kube-controller-manager", Subresource: "status", Time: at(time.Minute)}}, "alice"},
+	}
+	w := &Watcher{APIServerStamps: func() bool { return true }}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			u.SetManagedFields(tt.managers)
+			u.SetAnnotations(map[string]string{v1alpha1.APIServerChangedByAnnotation: "alice"})
+			if got := w.attribute(u, obj, t0); got.user != tt.user || got.verified != (tt.user != "unknown") {
+				t.Fatalf("attribute = %+v, want user %q", got, tt.user)
+			}
+		})
+	}
+}
+
 func TestStripForCacheKeepsAttribution(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	now := metav1.Now()
