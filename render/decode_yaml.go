@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	// A copy of go.yaml.in/yaml/v3 with a bound on the nodes it makes
+	// (third_party/yamlv3/README.md).
+	yaml "github.com/driftguard/driftguard/third_party/yamlv3"
 )
 
 // document is one top-level value of a manifest file.
@@ -45,11 +47,13 @@ var (
 
 // decodeYAML decodes every document of a YAML stream. Lines are absolute in
 // the file. Empty documents (nothing, or only comments) are skipped. The
-// limits bound the whole file, all its documents together: the nesting
-// depth, the values aliases add, and the text the file decodes to; going
+// limits bound the whole file, all its documents together: the nodes the
+// parser makes, the nesting depth, the values aliases add, and the text
+// the file decodes to; going
 // beyond one is a *LimitError at the line where it happened.
 func decodeYAML(data []byte, lim Limits) ([]document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.SetMaxNodes(lim.MaxYAMLNodes)
 	c := &yamlConverter{lim: lim}
 	var docs []document
 	for {
@@ -59,6 +63,9 @@ func decodeYAML(data []byte, lim Limits) ([]document, error) {
 			return docs, nil
 		}
 		if err != nil {
+			if nodes := (*yaml.NodeLimitError)(nil); errors.As(err, &nodes) {
+				return nil, errAt(nodes.Line, "%w", nodesError(nodes.Limit))
+			}
 			if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 				line, _ := strconv.Atoi(m[1])
 				if yamlParserProblems[m[2]] {

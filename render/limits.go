@@ -34,6 +34,11 @@ type Limits struct {
 	// MaxDecodedBytes bounds the text one file decodes to: its keys and
 	// scalar values, each alias expansion counted again.
 	MaxDecodedBytes int64
+	// MaxYAMLNodes bounds the nodes (values, keys, lists, maps) the YAML
+	// parser makes of one file, all its documents together, before any
+	// other limit can look at them: a node takes about 160 bytes, and a
+	// value of a flow list as little as two bytes of the file.
+	MaxYAMLNodes int
 	// HelmTimeout bounds the time one Helm chart takes to render.
 	HelmTimeout time.Duration
 	// HelmMaxOutputBytes bounds the manifests one Helm render produces.
@@ -51,6 +56,7 @@ func DefaultLimits() Limits {
 		MaxDepth:           100,
 		MaxAliasValues:     100_000,
 		MaxDecodedBytes:    64 << 20,
+		MaxYAMLNodes:       1_000_000,
 		HelmTimeout:        30 * time.Second,
 		HelmMaxOutputBytes: 64 << 20,
 		HelmMaxMemoryBytes: 256 << 20,
@@ -92,6 +98,7 @@ func (l Limits) over(base Limits) Limits {
 		MaxDepth:           int(pick(int64(l.MaxDepth), int64(base.MaxDepth))),
 		MaxAliasValues:     int(pick(int64(l.MaxAliasValues), int64(base.MaxAliasValues))),
 		MaxDecodedBytes:    pick(l.MaxDecodedBytes, base.MaxDecodedBytes),
+		MaxYAMLNodes:       int(pick(int64(l.MaxYAMLNodes), int64(base.MaxYAMLNodes))),
 		HelmTimeout:        time.Duration(pick(int64(l.HelmTimeout), int64(base.HelmTimeout))),
 		HelmMaxOutputBytes: pick(l.HelmMaxOutputBytes, base.HelmMaxOutputBytes),
 		HelmMaxMemoryBytes: pick(l.HelmMaxMemoryBytes, base.HelmMaxMemoryBytes),
@@ -105,6 +112,7 @@ const (
 	flagMaxDepth       = "render-max-depth"
 	flagMaxAliases     = "render-max-yaml-aliases"
 	flagMaxDecodedSize = "render-max-decoded-size"
+	flagMaxYAMLNodes   = "render-max-yaml-nodes"
 	flagHelmTimeout    = "render-helm-timeout"
 	flagHelmMaxOutput  = "render-helm-max-output"
 	flagHelmMaxMemory  = "render-helm-max-memory"
@@ -118,6 +126,7 @@ func (l *Limits) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&l.MaxDepth, flagMaxDepth, l.MaxDepth, "deepest nesting of objects and lists in a YAML or JSON file (manifests, values, SOPS files)")
 	fs.IntVar(&l.MaxAliasValues, flagMaxAliases, l.MaxAliasValues, "values YAML aliases may add to one file, all its documents together (billion laughs)")
 	fs.Var((*ByteSize)(&l.MaxDecodedBytes), flagMaxDecodedSize, "text (keys and scalars) one YAML or JSON file may decode to, aliases expanded")
+	fs.IntVar(&l.MaxYAMLNodes, flagMaxYAMLNodes, l.MaxYAMLNodes, "values, keys, lists and maps the YAML parser may make of one file (a Helm chart's output counts as one), all its documents together; about 160 bytes of memory each")
 	fs.DurationVar(&l.HelmTimeout, flagHelmTimeout, l.HelmTimeout, "longest a Helm chart may take to render")
 	fs.Var((*ByteSize)(&l.HelmMaxOutputBytes), flagHelmMaxOutput, "most manifests one Helm chart may render")
 	fs.Var((*ByteSize)(&l.HelmMaxMemoryBytes), flagHelmMaxMemory, "most memory the process rendering one Helm chart may use")
@@ -130,7 +139,7 @@ func (l Limits) Validate() error {
 		v    int64
 	}{
 		{flagMaxFileSize, l.MaxFileBytes}, {flagMaxTotalSize, l.MaxTotalBytes}, {flagMaxDepth, int64(l.MaxDepth)},
-		{flagMaxAliases, int64(l.MaxAliasValues)}, {flagMaxDecodedSize, l.MaxDecodedBytes}, {flagHelmTimeout, int64(l.HelmTimeout)},
+		{flagMaxAliases, int64(l.MaxAliasValues)}, {flagMaxDecodedSize, l.MaxDecodedBytes}, {flagMaxYAMLNodes, int64(l.MaxYAMLNodes)}, {flagHelmTimeout, int64(l.HelmTimeout)},
 		{flagHelmMaxOutput, l.HelmMaxOutputBytes}, {flagHelmMaxMemory, l.HelmMaxMemoryBytes},
 	} {
 		if c.v <= 0 {
@@ -188,6 +197,10 @@ func (e *LimitError) Error() string {
 
 func depthError(max int) error {
 	return &LimitError{What: fmt.Sprintf("nested deeper than %d levels", max), Flag: flagMaxDepth, Value: strconv.Itoa(max)}
+}
+
+func nodesError(max int) error {
+	return &LimitError{What: fmt.Sprintf("more than %d YAML nodes (values, keys, lists and maps) in the file", max), Flag: flagMaxYAMLNodes, Value: strconv.Itoa(max)}
 }
 
 func aliasError(max int) error {

@@ -68,6 +68,10 @@ func TestRenderLimits(t *testing.T) {
 			return b.String() + " 1\n"
 		}()}, ".", RenderOptions{}, "a.yaml", 105, flagMaxDepth},
 		{"billion laughs in one document", map[string]string{"a.yaml": laughs(1, 9)}, ".", RenderOptions{}, "a.yaml", 0, flagMaxAliases},
+		// Two bytes of the file a node: at the default bound, 2 MB.
+		{"a flow list of tiny values", map[string]string{"a.yaml": cmHead + "data:\n  x: [" + strings.Repeat("0,", 20_000) + "0]\n"}, ".", RenderOptions{Limits: Limits{MaxYAMLNodes: 10_000}}, "a.yaml", 6, flagMaxYAMLNodes},
+		{"tiny values across documents", map[string]string{"a.yaml": strings.Repeat(cmHead+"data: {a: [0,0,0,0,0,0,0,0,0,0]}\n---\n", 2_000)}, ".", RenderOptions{Limits: Limits{MaxYAMLNodes: 10_000}}, "a.yaml", 0, flagMaxYAMLNodes},
+		{"Kustomize: a resource of too many nodes", map[string]string{"k/kustomization.yaml": "resources: [a.yaml]\n", "k/a.yaml": cmHead + "data: {x: [" + strings.Repeat("0,", 20_000) + "0]}\n"}, "k", RenderOptions{Limits: Limits{MaxYAMLNodes: 10_000}}, "k/a.yaml", 0, flagMaxYAMLNodes},
 		{"billion laughs across documents: 1.4 KB", map[string]string{"a.yaml": laughs(8, 5)}, ".", RenderOptions{}, "a.yaml", 0, flagMaxAliases},
 		{"a long string aliased many times", map[string]string{"a.yaml": cmHead + "big: &big " + strings.Repeat("x", 1<<20) + "\nl1: &l1 [*big, *big, *big, *big, *big, *big, *big, *big]\nl2: &l2 [*l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1]\nl3: [*l2, *l2]\n"}, ".", RenderOptions{Limits: Limits{MaxFileBytes: 2 << 20}}, "a.yaml", 0, flagMaxDecodedSize},
 		{"a file too large", map[string]string{"a.yaml": cmHead + "data: {x: " + strings.Repeat("y", 2<<20) + "}\n"}, ".", RenderOptions{Limits: small}, "a.yaml", 0, flagMaxFileSize},
@@ -212,9 +216,9 @@ func TestLimitFlags(t *testing.T) {
 		wantErr string
 	}{
 		{nil, DefaultLimits(), ""},
-		{[]string{"--render-max-file-size=1Mi", "--render-max-total-size=1G", "--render-max-depth=50", "--render-max-yaml-aliases=10", "--render-max-decoded-size=500000",
+		{[]string{"--render-max-file-size=1Mi", "--render-max-total-size=1G", "--render-max-depth=50", "--render-max-yaml-aliases=10", "--render-max-decoded-size=500000", "--render-max-yaml-nodes=1000",
 			"--render-helm-timeout=5s", "--render-helm-max-output=2Mi", "--render-helm-max-memory=1Gi"},
-			Limits{MaxFileBytes: 1 << 20, MaxTotalBytes: 1e9, MaxDepth: 50, MaxAliasValues: 10, MaxDecodedBytes: 500000, HelmTimeout: 5 * time.Second, HelmMaxOutputBytes: 2 << 20, HelmMaxMemoryBytes: 1 << 30}, ""},
+			Limits{MaxFileBytes: 1 << 20, MaxTotalBytes: 1e9, MaxDepth: 50, MaxAliasValues: 10, MaxDecodedBytes: 500000, MaxYAMLNodes: 1000, HelmTimeout: 5 * time.Second, HelmMaxOutputBytes: 2 << 20, HelmMaxMemoryBytes: 1 << 30}, ""},
 		{[]string{"--render-max-file-size=0"}, Limits{}, "not a positive number of bytes"},
 		{[]string{"--render-max-file-size=lots"}, Limits{}, "render-max-file-size"},
 		{[]string{"--render-max-depth=0"}, Limits{}, "--render-max-depth: must be above 0"},

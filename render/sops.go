@@ -111,7 +111,7 @@ func (k ageKeys) decrypt(p string, data []byte, lim Limits) ([]byte, error) {
 	if manifestFormat(p) == "json" {
 		format = sopsfile.JSON
 	}
-	plain, values, err := sopsfile.DecryptValues(data, format, k.ids, sopsfile.Limits{MaxDepth: lim.MaxDepth, MaxDecodedBytes: lim.MaxDecodedBytes})
+	plain, values, err := sopsfile.DecryptValues(data, format, k.ids, sopsfile.Limits{MaxDepth: lim.MaxDepth, MaxDecodedBytes: lim.MaxDecodedBytes, MaxYAMLNodes: lim.MaxYAMLNodes})
 	for _, v := range values {
 		k.sensitive.Add(v) // secret wherever it shows up: records, messages, status
 	}
@@ -122,6 +122,8 @@ func (k ageKeys) decrypt(p string, data []byte, lim Limits) ([]byte, error) {
 			return nil, fmt.Errorf("%s: %w", le.Where, depthError(lim.MaxDepth))
 		case sopsfile.LimitDecodedBytes:
 			return nil, fmt.Errorf("%s: %w", le.Where, decodedError(lim.MaxDecodedBytes))
+		case sopsfile.LimitYAMLNodes:
+			return nil, fmt.Errorf("%s: %w", le.Where, nodesError(lim.MaxYAMLNodes))
 		}
 	}
 	return plain, err

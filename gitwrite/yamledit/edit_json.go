@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	yaml "github.com/driftguard/driftguard/third_party/yamlv3"
 )
 
 // jsonValue is one top-level value of a JSON file.
@@ -43,7 +43,9 @@ func splitJSON(data []byte) ([]jsonValue, error) {
 		// has no raw tabs.
 		src := bytes.ReplaceAll(data[start:end], []byte("\t"), []byte(" "))
 		var doc yaml.Node
-		if err := yaml.Unmarshal(src, &doc); err != nil {
+		nodes := yaml.NewDecoder(bytes.NewReader(src))
+		nodes.SetMaxNodes(maxValues)
+		if err := nodes.Decode(&doc); err != nil {
 			return nil, fmt.Errorf("line %d: %s", bytes.Count(data[:start], []byte("\n"))+1, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 		shiftLines(&doc, bytes.Count(data[:start], []byte("\n")))

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	yaml "github.com/driftguard/driftguard/third_party/yamlv3"
 )
 
 // editYAML applies ops to a YAML file by replacing the text of the changed

@@ -7,12 +7,15 @@ import (
 	"io"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	yaml "github.com/driftguard/driftguard/third_party/yamlv3"
 )
 
-// parseYAML decodes every document of a YAML stream into node trees.
+// parseYAML decodes every document of a YAML stream into node trees, of
+// maxValues nodes at most in all (a node takes about 160 bytes, and as
+// little as two bytes of the file).
 func parseYAML(data []byte) ([]*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.SetMaxNodes(maxValues)
 	var docs []*yaml.Node
 	for {
 		var n yaml.Node

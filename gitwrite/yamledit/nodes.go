@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strconv"
 
-	"go.yaml.in/yaml/v3"
+	yaml "github.com/driftguard/driftguard/third_party/yamlv3"
 )
 
 // sortOps puts settings first and deletions after them, list elements

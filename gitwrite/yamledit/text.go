@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"go.yaml.in/yaml/v3"
+	yaml "github.com/driftguard/driftguard/third_party/yamlv3"
 )
 
 // text is a file's bytes with the offsets of its lines, to turn the

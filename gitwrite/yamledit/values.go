@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strconv"
 
-	"go.yaml.in/yaml/v3"
+	yaml "github.com/driftguard/driftguard/third_party/yamlv3"
 
 	"github.com/driftguard/driftguard/jsonvalue"
 	"github.com/driftguard/driftguard/render"

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	yaml "github.com/driftguard/driftguard/third_party/yamlv3"
 
 	"github.com/driftguard/driftguard/jsonvalue"
 )

@@ -56,10 +56,12 @@ type Limits struct {
 	// MaxDecodedBytes bounds the text of the file's keys and values,
 	// aliases expanded.
 	MaxDecodedBytes int64
+	// MaxYAMLNodes bounds the nodes the YAML parser makes of the file.
+	MaxYAMLNodes int
 }
 
 // DefaultLimits are the limits of Decrypt.
-var DefaultLimits = Limits{MaxDepth: 100, MaxDecodedBytes: 64 << 20}
+var DefaultLimits = Limits{MaxDepth: 100, MaxDecodedBytes: 64 << 20, MaxYAMLNodes: 1_000_000}
 
 // Limit names a limit of Limits.
 type Limit int
@@ -67,6 +69,7 @@ type Limit int
 const (
 	LimitDepth Limit = iota + 1
 	LimitDecodedBytes
+	LimitYAMLNodes
 )
 
 // LimitError is a file that goes beyond one of its Limits.
@@ -77,8 +80,11 @@ type LimitError struct {
 }
 
 func (e *LimitError) Error() string {
-	if e.Limit == LimitDepth {
+	switch e.Limit {
+	case LimitDepth:
 		return fmt.Sprintf("%s: nested deeper than %d levels", e.Where, e.Max)
+	case LimitYAMLNodes:
+		return fmt.Sprintf("%s: more than %d YAML nodes", e.Where, e.Max)
 	}
 	return fmt.Sprintf("%s: the file decodes to more than %d bytes of text", e.Where, e.Max)
 }
@@ -142,6 +148,9 @@ func DecryptValues(data []byte, format Format, ids []age.Identity, lim Limits) (
 	}
 	if lim.MaxDecodedBytes <= 0 {
 		lim.MaxDecodedBytes = DefaultLimits.MaxDecodedBytes
+	}
+	if lim.MaxYAMLNodes <= 0 {
+		lim.MaxYAMLNodes = DefaultLimits.MaxYAMLNodes
 	}
 	l := &limits{Limits: lim}
 	var f file

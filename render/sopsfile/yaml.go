@@ -7,7 +7,9 @@ import (
 	"io"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	// A copy of go.yaml.in/yaml/v3 with a bound on the nodes it makes
+	// (third_party/yamlv3/README.md).
+	yaml "github.com/driftguard/driftguard/third_party/yamlv3"
 )
 
 // yamlFile is a SOPS-encrypted YAML stream: its documents as yaml nodes,
@@ -57,11 +59,15 @@ func (f commentField) of(n *yaml.Node) *string {
 func loadYAML(data []byte, lim *limits) (*yamlFile, error) {
 	f := &yamlFile{comments: map[commentRef]string{}, listComments: map[*yaml.Node]string{}, lim: lim}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.SetMaxNodes(lim.MaxYAMLNodes)
 	for {
 		doc := &yaml.Node{}
 		err := dec.Decode(doc)
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if nodes := (*yaml.NodeLimitError)(nil); errors.As(err, &nodes) {
+			return nil, &LimitError{Limit: LimitYAMLNodes, Where: fmt.Sprintf("line %d", nodes.Line), Max: int64(nodes.Limit)}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
