@@ -36,8 +36,8 @@ type Limits struct {
 	MaxDecodedBytes int64
 	// MaxYAMLNodes bounds the nodes (values, keys, lists, maps) the YAML
 	// parser makes of one file, all its documents together, before any
-	// other limit can look at them: a node takes about 160 bytes, and a
-	// value of a flow list as little as two bytes of the file.
+	// other limit can look at them: a node takes about 180 bytes of heap,
+	// and a value of a flow list as little as two bytes of the file.
 	MaxYAMLNodes int
 	// HelmTimeout bounds the time one Helm chart takes to render.
 	HelmTimeout time.Duration
@@ -126,7 +126,7 @@ func (l *Limits) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&l.MaxDepth, flagMaxDepth, l.MaxDepth, "deepest nesting of objects and lists in a YAML or JSON file (manifests, values, SOPS files)")
 	fs.IntVar(&l.MaxAliasValues, flagMaxAliases, l.MaxAliasValues, "values YAML aliases may add to one file, all its documents together (billion laughs)")
 	fs.Var((*ByteSize)(&l.MaxDecodedBytes), flagMaxDecodedSize, "text (keys and scalars) one YAML or JSON file may decode to, aliases expanded")
-	fs.IntVar(&l.MaxYAMLNodes, flagMaxYAMLNodes, l.MaxYAMLNodes, "values, keys, lists and maps the YAML parser may make of one file (a Helm chart's output counts as one), all its documents together; about 160 bytes of memory each")
+	fs.IntVar(&l.MaxYAMLNodes, flagMaxYAMLNodes, l.MaxYAMLNodes, "values, keys, lists and maps the YAML parser may make of one file (a Helm chart's output counts as one), all its documents together; about 180 bytes of memory each")
 	fs.DurationVar(&l.HelmTimeout, flagHelmTimeout, l.HelmTimeout, "longest a Helm chart may take to render")
 	fs.Var((*ByteSize)(&l.HelmMaxOutputBytes), flagHelmMaxOutput, "most manifests one Helm chart may render")
 	fs.Var((*ByteSize)(&l.HelmMaxMemoryBytes), flagHelmMaxMemory, "most memory the process rendering one Helm chart may use")
