@@ -111,7 +111,7 @@ func (dec *Decoder) KnownFields(enable bool) {
 
 // SetMaxNodes bounds the nodes the decoder makes, of all the documents it
 // reads together: past n, Decode returns a *NodeLimitError. A node takes
-// about 160 bytes, and a value of a flow sequence as little as two bytes of
+// about 180 bytes of heap, and a value of a flow sequence as little as two bytes of
 // input, so a file's size alone does not bound the memory its nodes take
 // (driftguard).
 func (dec *Decoder) SetMaxNodes(n int) {
