@@ -529,26 +529,32 @@ func (r *GuardReconciler) publish(ctx context.Context, a *attempt) {
 	}
 }
 
-// unclaimUnapplied publishes, after an apply that failed, only the objects
-// the Guard has applied (its inventory). The revision is published before
-// its apply, so that the webhook and the informer guard each object from
-// its first write; an object the apply could not write (the Guard's
-// account may not write there, a policy refused it) and that the Guard
-// never wrote before is not its to guard: claimed, the webhook and the
-// compiled index would decide everyone's writes of it by this Guard's Git
-// (a tenant's Git naming another team's object, or a Namespace or a
-// ClusterRole that does not exist yet, would have their creates denied).
-// The next attempt publishes the whole revision again.
-func (r *GuardReconciler) unclaimUnapplied(ctx context.Context, a *attempt) {
-	kept := a.snap.Without(func(o *render.Object) bool {
-		_, applied := a.inv.Get(o.Key)
-		return !applied
-	})
-	if kept == a.snap {
+// unclaimRefused publishes, after an apply that failed, the revision less
+// the objects the API server refused to let the Guard write (Forbidden:
+// its account may not, or an admission policy refused it) that the Guard
+// never wrote before (they are not in its inventory). The revision is
+// published before its apply, so that the webhook and the informer guard
+// each object from its first write; a refused object is not the Guard's
+// to guard: claimed, the webhook and the compiled index would decide
+// everyone's writes of it by this Guard's Git (a tenant's Git naming
+// another team's object, or a Namespace or a ClusterRole that does not
+// exist yet, would have their creates denied). The next attempt publishes
+// the whole revision again.
+func (r *GuardReconciler) unclaimRefused(ctx context.Context, a *attempt, cs apply.ChangeSet) {
+	refused := map[render.ObjectKey]bool{}
+	for _, e := range cs {
+		if e.Err == nil || e.Object == nil || !apierrors.IsForbidden(e.Err) {
+			continue
+		}
+		if _, applied := a.inv.Get(e.Object.Key); !applied {
+			refused[e.Object.Key] = true
+		}
+	}
+	if len(refused) == 0 {
 		return
 	}
-	a.log.Info("objects never applied are left out of the desired state the webhook and self-heal guard until the revision applies", "revision", a.rev, "left out", len(a.snap.Objects)-len(kept.Objects))
-	r.Store.Set(a.g.Name, kept)
+	a.log.Info("objects the API server refused, which this Guard never applied, are left out of the desired state the webhook and self-heal guard", "revision", a.rev, "objects", len(refused))
+	r.Store.Set(a.g.Name, a.snap.Without(func(o *render.Object) bool { return refused[o.Key] }))
 	if r.Protect != nil {
 		if err := r.Protect(ctx); err != nil {
 			a.log.Error(err, "webhook rules not updated")
@@ -667,7 +673,7 @@ func (r *GuardReconciler) apply(ctx context.Context, a *attempt, newRevision boo
 	saveErr := r.Inventory.Save(ctx, g, a.inv)
 	g.Status.Failed = failedObjects(cs)
 	if err != nil {
-		r.unclaimUnapplied(ctx, a)
+		r.unclaimRefused(ctx, a, cs)
 		failed := cs.Count(apply.Failed)
 		reason, msg := v1alpha1.ReasonApplyFailed, err.Error()
 		if failed < len(cs) {
