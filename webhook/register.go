@@ -258,6 +258,13 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 		sub = append(sub, rules(pods, update, suffix)...)
 	}
 	hooks = append(hooks, hook("subresources.driftguard.io", sub, &fp, managed))
+	// An eviction deletes a pod with no DELETE admission of its own; its
+	// object is an Eviction, which carries no labels to select on, so the
+	// hook sees every eviction of a pod and the webhook looks the pod up.
+	// The compiled policies do not decide evictions: the webhook does, in
+	// every mode.
+	evictions := rules(pods, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, "/eviction")
+	hooks = append(hooks, hook("evictions.driftguard.io", evictions, &fp, &metav1.LabelSelector{}))
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{managedByLabel: FieldManager}},

@@ -140,6 +140,20 @@ func TestPodSubresources(t *testing.T) {
 	if !found {
 		t.Fatal("no webhook for pod subresources")
 	}
+	// An eviction's object is an Eviction, with no labels: not selected.
+	found = false
+	for _, w := range reg.Configuration().Webhooks {
+		if w.Name != "evictions.driftguard.io" {
+			continue
+		}
+		found = true
+		if len(w.Rules) != 1 || !reflect.DeepEqual(w.Rules[0].Resources, []string{"pods/eviction"}) || w.Rules[0].Operations[0] != admissionregistrationv1.Create || len(w.ObjectSelector.MatchExpressions) != 0 {
+			t.Fatalf("eviction rules %+v selector %+v", w.Rules, w.ObjectSelector)
+		}
+	}
+	if !found {
+		t.Fatal("no webhook for evictions")
+	}
 }
 
 // TestSkipUserPrefixes: the service accounts of the guard's namespace,
@@ -190,7 +204,7 @@ func TestDecideInMutating(t *testing.T) {
 			t.Error("the mutating scale webhook lost the autoscaler's match condition")
 		}
 	}
-	if got, want := strings.Join(validating, ","), "orphans.driftguard.io,subresources.driftguard.io"; got != want {
+	if got, want := strings.Join(validating, ","), "orphans.driftguard.io,subresources.driftguard.io,evictions.driftguard.io"; got != want {
 		t.Errorf("validating webhooks %s, want %s", got, want)
 	}
 	if got, want := strings.Join(mutating, ","), "objects.driftguard.io,deletes.driftguard.io,scale.driftguard.io"; got != want {
@@ -242,7 +256,7 @@ func TestLeftover(t *testing.T) {
 			for _, w := range r.Configuration().Webhooks {
 				validating = append(validating, w.Name)
 			}
-			if got, want := strings.Join(validating, ","), "orphans.driftguard.io,subresources.driftguard.io"; got != want {
+			if got, want := strings.Join(validating, ","), "orphans.driftguard.io,subresources.driftguard.io,evictions.driftguard.io"; got != want {
 				t.Errorf("validating webhooks %s, want %s", got, want)
 			}
 		})

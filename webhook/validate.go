@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/audit"
@@ -133,6 +134,7 @@ type reviewed struct {
 }
 
 func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionRequest) reviewed {
+	req = evictionAsDelete(req)
 	if v.Deadline > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, v.Deadline)
@@ -290,6 +292,10 @@ func (v *Validator) managedKind(req *admissionv1.AdmissionRequest) (schema.Group
 		if req.Kind.Group == "" && req.Kind.Kind == "Pod" {
 			return schema.GroupVersionKind{Version: req.Kind.Version, Kind: "Pod"}, true
 		}
+	case "eviction":
+		if req.Resource.Group == "" && req.Resource.Resource == "pods" {
+			return schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, true
+		}
 	case "scale":
 		gvk, err := v.Mapper.KindFor(schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource})
 		if err != nil {
@@ -299,6 +305,20 @@ func (v *Validator) managedKind(req *admissionv1.AdmissionRequest) (schema.Group
 		return gvk, true
 	}
 	return schema.GroupVersionKind{}, false
+}
+
+// evictionAsDelete returns the CREATE of a pod's eviction as what it is, a
+// DELETE of the pod (subresource "eviction"): the API server deletes the
+// pod with no DELETE admission of its own. The request's object, an
+// Eviction, is not the pod's, and the request has no old object.
+func evictionAsDelete(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionRequest {
+	if req.SubResource != "eviction" || req.Operation != admissionv1.Create {
+		return req
+	}
+	del := *req
+	del.Operation = admissionv1.Delete
+	del.Object, del.OldObject = runtime.RawExtension{}, runtime.RawExtension{}
+	return &del
 }
 
 // changesOf returns the incoming object and what the request changes. An

@@ -153,6 +153,39 @@ func TestEditorDeniedAtAdmission(t *testing.T) {
 	}
 }
 
+// TestEvictionDenied: an eviction deletes a pod with no DELETE admission
+// of its own (its object is an Eviction, with no labels); eve's eviction of
+// a pod Git manages is decided as a delete of it, denied naming the file,
+// and recorded.
+func TestEvictionDenied(t *testing.T) {
+	const ns = "adv-eviction"
+	files := workload(ns)
+	files["pod.yaml"] = fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: solo\n  namespace: %s\nspec:\n  containers:\n    - name: c\n      image: nginx:1.27\n", ns)
+	repo := h.NewGuard(t, "adv-eviction", true, files)
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	editorIn(t, ns)
+	ctx := context.Background()
+	var before corev1.Pod
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "solo"}, &before); err != nil {
+		t.Fatal(err)
+	}
+	body := filepath.Join(t.TempDir(), "eviction.json")
+	if err := os.WriteFile(body, []byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"solo","namespace":"`+ns+`"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.KubectlAs(t, eve, "create", "--raw", "/api/v1/namespaces/"+ns+"/pods/solo/eviction", "-f", body)
+	if err == nil || !strings.Contains(out, "managed by Git") || !strings.Contains(out, "pod.yaml") {
+		t.Fatalf("eviction of a managed pod: %v %s", err, out)
+	}
+	h.Audit.Wait(t, 10*time.Second, "eve's denied eviction", func(r audit.Record) bool {
+		return r.Guard == repo.Guard && r.Type == audit.Decision && r.User == "eve" && r.Action == "deny" && r.Object.Name == "solo" && r.Operation == "DELETE/eviction"
+	})
+	var after corev1.Pod
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "solo"}, &after); err != nil || after.UID != before.UID {
+		t.Fatalf("the pod was deleted: %v (uid %s, was %s)", err, after.UID, before.UID)
+	}
+}
+
 // TestForgedStampIsPutBack: a stamp eve writes, and nothing else, is not
 // an edit to decide, and the webhook takes it back: only the guard stamps.
 func TestForgedStampIsPutBack(t *testing.T) {

@@ -80,7 +80,7 @@ func editorRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: editor},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "pods", "pods/ephemeralcontainers", "pods/resize"}, Verbs: all},
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "pods", "pods/ephemeralcontainers", "pods/resize", "pods/eviction"}, Verbs: all},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "deployments/scale"}, Verbs: all},
 		},
 	}
