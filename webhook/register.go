@@ -262,9 +262,11 @@ func (r Registration) Configuration() *admissionregistrationv1.ValidatingWebhook
 	// object is an Eviction, which carries no labels to select on, so the
 	// hook sees every eviction of a pod and the webhook looks the pod up.
 	// The compiled policies do not decide evictions: the webhook does, in
-	// every mode.
+	// every mode. It fails open, as the orphans' hook does: under Fail, a
+	// guard that is down would stop every eviction (a node's drain) of pods
+	// it does not manage; self-heal recreates a managed pod evicted then.
 	evictions := rules(pods, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, "/eviction")
-	hooks = append(hooks, hook("evictions.driftguard.io", evictions, &fp, &metav1.LabelSelector{}))
+	hooks = append(hooks, hook("evictions.driftguard.io", evictions, &ignore, &metav1.LabelSelector{}))
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{managedByLabel: FieldManager}},

@@ -147,7 +147,7 @@ func TestPodSubresources(t *testing.T) {
 			continue
 		}
 		found = true
-		if len(w.Rules) != 1 || !reflect.DeepEqual(w.Rules[0].Resources, []string{"pods/eviction"}) || w.Rules[0].Operations[0] != admissionregistrationv1.Create || len(w.ObjectSelector.MatchExpressions) != 0 {
+		if len(w.Rules) != 1 || !reflect.DeepEqual(w.Rules[0].Resources, []string{"pods/eviction"}) || w.Rules[0].Operations[0] != admissionregistrationv1.Create || len(w.ObjectSelector.MatchExpressions) != 0 || *w.FailurePolicy != admissionregistrationv1.Ignore {
 			t.Fatalf("eviction rules %+v selector %+v", w.Rules, w.ObjectSelector)
 		}
 	}
