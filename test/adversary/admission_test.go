@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,7 +60,15 @@ spec:
 // makes eve an editor of ns.
 func guarded(t *testing.T, name, ns string, mods ...func(*v1alpha1.GuardSpec)) *harness.Repo {
 	t.Helper()
-	repo := h.NewGuard(t, name, true, workload(ns), mods...)
+	return guardedWith(t, name, ns, nil, mods...)
+}
+
+// guardedWith is guarded with extra files beside workload(ns).
+func guardedWith(t *testing.T, name, ns string, extra map[string]string, mods ...func(*v1alpha1.GuardSpec)) *harness.Repo {
+	t.Helper()
+	files := workload(ns)
+	maps.Copy(files, extra)
+	repo := h.NewGuard(t, name, true, files, mods...)
 	h.WaitApplied(t, repo.Guard, repo.Initial)
 	editorIn(t, ns)
 	return repo
@@ -159,11 +168,9 @@ func TestEditorDeniedAtAdmission(t *testing.T) {
 // and recorded.
 func TestEvictionDenied(t *testing.T) {
 	const ns = "adv-eviction"
-	files := workload(ns)
-	files["pod.yaml"] = fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: solo\n  namespace: %s\nspec:\n  containers:\n    - name: c\n      image: nginx:1.27\n", ns)
-	repo := h.NewGuard(t, "adv-eviction", true, files)
-	h.WaitApplied(t, repo.Guard, repo.Initial)
-	editorIn(t, ns)
+	repo := guardedWith(t, "adv-eviction", ns, map[string]string{
+		"pod.yaml": fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: solo\n  namespace: %s\nspec:\n  containers:\n    - name: c\n      image: nginx:1.27\n", ns),
+	})
 	ctx := context.Background()
 	var before corev1.Pod
 	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "solo"}, &before); err != nil {
@@ -300,11 +307,9 @@ func TestControllerFightStops(t *testing.T) {
 // annotation. The denial's record carries neither the value nor its base64.
 func TestSecretValuesNeverRecorded(t *testing.T) {
 	const ns = "adv-secret"
-	files := workload(ns)
-	files["secret.yaml"] = fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: %s\nstringData:\n  password: from-git-s3cret\n", ns)
-	repo := h.NewGuard(t, "adv-secret", true, files)
-	h.WaitApplied(t, repo.Guard, repo.Initial)
-	editorIn(t, ns)
+	repo := guardedWith(t, "adv-secret", ns, map[string]string{
+		"secret.yaml": fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: %s\nstringData:\n  password: from-git-s3cret\n", ns),
+	})
 	const plain = "eves-own-pa55word"
 	file := filepath.Join(t.TempDir(), "secret.yaml")
 	if err := os.WriteFile(file, []byte(fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: %s\nstringData:\n  password: %s\n", ns, plain)), 0o600); err != nil {

@@ -28,14 +28,7 @@ import (
 func TestDefinitionChangedOutOfBand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper, err := definitions.NewMapper(cfg, hc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mapper := newMapper(t)
 	cache := schemas.New(disc, logr.Discard())
 	changed := make(chan string, 16)
 	f := &definitions.Follower{Config: cfg, Schemas: cache, Mapper: mapper, Changed: func(g string) { changed <- g }}
@@ -102,14 +95,7 @@ func TestDefinitionChangedOutOfBand(t *testing.T) {
 func TestDefinitionRecreatedWithOtherScope(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper, err := definitions.NewMapper(cfg, hc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mapper := newMapper(t)
 	f := &definitions.Follower{Config: cfg, Schemas: schemas.New(disc, logr.Discard()), Mapper: mapper}
 	done := make(chan error, 1)
 	go func() { done <- f.Start(ctx) }()
@@ -165,4 +151,18 @@ func TestDefinitionRecreatedWithOtherScope(t *testing.T) {
 	})
 	create(apiextensionsv1.ClusterScoped)
 	scope(meta.RESTScopeNameRoot)
+}
+
+// newMapper is a definitions.Mapper of the test's API server.
+func newMapper(t *testing.T) meta.RESTMapper {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper, err := definitions.NewMapper(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mapper
 }
