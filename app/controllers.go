@@ -263,7 +263,7 @@ func (c *controllers) addFollower(d deps, fetcher reconcile.Fetcher, caps *recon
 		return nil
 	}
 	f, err := reconcile.NewFollower(reconcile.FollowerOptions{
-		Client: d.mgr.GetClient(), Cache: d.mgr.GetCache(), Fetcher: fetcher, Store: c.store, Applier: c.applier,
+		Client: d.mgr.GetClient(), Cache: d.mgr.GetCache(), Fetcher: fetcher, Store: c.store, Applier: c.applier, Inventory: c.inventory,
 		Capabilities: caps, Elected: d.mgr.Elected(), Namespace: d.o.Namespace, Interval: d.o.DefaultInterval, Log: d.log.WithName("follow"),
 	})
 	if err != nil {

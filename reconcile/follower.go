@@ -38,6 +38,9 @@ type FollowerOptions struct {
 	Fetcher Fetcher
 	Store   *render.Store
 	Applier *apply.Applier
+	// Inventory, when set, gives each Guard first what it applied before
+	// (render.Store.Reserve), as the leader does.
+	Inventory *InventoryStore
 	// Capabilities are the cluster's capabilities for charts, as the leader's.
 	Capabilities *ClusterCapabilities
 	// Elected is closed when this replica becomes the leader (the
@@ -127,6 +130,15 @@ func (f *Follower) follow(ctx context.Context) {
 	if err := f.o.Client.List(ctx, &guards); err != nil {
 		f.o.Log.Info("list guards", "error", err.Error())
 		return
+	}
+	// Each Guard first claims what it applied, as on the leader.
+	if f.o.Inventory != nil {
+		if err := f.o.Store.Reserve(func() (map[string][]render.ObjectKey, error) {
+			return f.o.Inventory.Holdings(ctx, guards.Items)
+		}); err != nil {
+			f.o.Log.Info("inventories not read; nothing published until they are", "error", err.Error())
+			return
+		}
 	}
 	live := map[string]bool{}
 	for i := range guards.Items {

@@ -241,6 +241,17 @@ func (r *GuardReconciler) HealthChanged(g *v1alpha1.Guard, sum HealthSummary, pr
 		Source: &audit.Source{URL: SourceURL(g), Revision: g.Status.LastAppliedRevision}})
 }
 
+// holdings: what each Guard of this shard applied before, by its
+// inventory (render.Store.Reserve).
+func (r *GuardReconciler) holdings(ctx context.Context) (map[string][]render.ObjectKey, error) {
+	var guards v1alpha1.GuardList
+	if err := r.Client.List(ctx, &guards); err != nil {
+		return nil, fmt.Errorf("list guards: %w", err)
+	}
+	guards.Items = slices.DeleteFunc(guards.Items, func(g v1alpha1.Guard) bool { return !r.InShard(&g) || !g.DeletionTimestamp.IsZero() })
+	return r.Inventory.Holdings(ctx, guards.Items)
+}
+
 // forget drops a deleted Guard's desired state: its objects stay in the
 // cluster, unguarded.
 func (r *GuardReconciler) forget(guard string) {
@@ -321,6 +332,9 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	}
 	if s := r.prepare(ctx, a); s != nil {
 		return *s, nil
+	}
+	if err := r.Store.Reserve(func() (map[string][]render.ObjectKey, error) { return r.holdings(ctx) }); err != nil {
+		return ctrl.Result{}, fmt.Errorf("claim what each Guard applied before publishing any: %w", err)
 	}
 	r.publish(ctx, a)
 	return r.applyAndPrune(ctx, a), nil
@@ -799,13 +813,14 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// withoutConflicts leaves out objects another Guard already manages: two
-// Guards must not take turns writing one object.
+// withoutConflicts leaves out objects another Guard already manages (or
+// applied before and has not rendered yet in this process): two Guards
+// must not take turns writing one object.
 func (r *GuardReconciler) withoutConflicts(guard string, objs []*render.Object) ([]*render.Object, map[render.ObjectKey]string) {
 	var conflicts map[render.ObjectKey]string
 	out := objs[:0:0]
 	for _, o := range objs {
-		if owner, _, ok := r.Store.Lookup(o.Key); ok && owner != guard {
+		if owner := r.Store.Owner(o.Key); owner != "" && owner != guard {
 			if conflicts == nil {
 				conflicts = map[render.ObjectKey]string{}
 			}

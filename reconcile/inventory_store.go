@@ -111,6 +111,39 @@ func (s *InventoryStore) Load(ctx context.Context, g *v1alpha1.Guard) (*Inventor
 	return st.inv.Clone(), nil
 }
 
+// Holdings reads every inventory of the Guards given, in one list of the
+// guard's namespace, and returns what each holds (render.Store.Reserve).
+// A ConfigMap is taken for a Guard only when that Guard, by UID, owns it:
+// the inventories are written by the guard alone, in its own namespace, so
+// nothing a Guard's Git or a namespace's editor writes can make a Guard
+// the holder of an object. An inventory that cannot be read is left out
+// (its Guard's reconcile reports it).
+func (s *InventoryStore) Holdings(ctx context.Context, guards []v1alpha1.Guard) (map[string][]render.ObjectKey, error) {
+	uids := make(map[string]types.UID, len(guards))
+	for i := range guards {
+		uids[guards[i].Name] = guards[i].UID
+	}
+	var list corev1.ConfigMapList
+	if err := s.Client.List(ctx, &list, client.InNamespace(s.Namespace), client.HasLabels{InventoryOfLabel}); err != nil {
+		return nil, fmt.Errorf("list the inventories in %s: %w", s.Namespace, err)
+	}
+	out := map[string][]render.ObjectKey{}
+	for i := range list.Items {
+		cm := &list.Items[i]
+		guard := cm.Labels[InventoryOfLabel]
+		if uid, ok := uids[guard]; !ok || cm.Name != InventoryName(guard) || guardOwner(cm, guard) != uid {
+			continue
+		}
+		inv, err := decodeInventory(cm.BinaryData[InventoryKey])
+		if err != nil {
+			s.Log.Info("inventory not read for the Guards' claims", "guard", guard, "configMap", cm.Name, "error", err.Error())
+			continue
+		}
+		out[guard] = inv.Keys()
+	}
+	return out, nil
+}
+
 // Save stores inv as the Guard's inventory when it changed since Load (or
 // the last Save). A ConfigMap changed by someone else meanwhile is not
 // overwritten: the error makes the reconcile try again from what is stored.

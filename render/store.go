@@ -1,6 +1,7 @@
 package render
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -18,10 +19,23 @@ import (
 // it until its own snapshot drops the key or it is removed; then the next
 // claimant, in claim order, takes over. Conflicts lists the keys a Guard
 // claims but does not own.
+//
+// Claim order does not start with whichever Guard a new process renders
+// first: Reserve claims, before any snapshot, what each Guard applied
+// before (its inventory), so that an object stays with the Guard that
+// applied it across restarts and changes of leader. A reserved key has an
+// owner (Owner) but no desired object (Lookup) until its Guard's first
+// snapshot, which keeps the reservations it still declares.
 type Store struct {
 	mu    sync.RWMutex
 	snaps map[string]*Snapshot
 	index map[ObjectKey]owned // one entry a key, its claims inside
+	// reserved: the keys Reserve claimed for a Guard that has no snapshot
+	// yet.
+	reserved map[string][]ObjectKey
+
+	reserveMu sync.Mutex // held while Reserve reads what to reserve
+	reserveOK bool       // Reserve has reserved
 
 	subMu sync.Mutex
 	subs  []func()
@@ -38,7 +52,40 @@ type owned struct {
 
 // NewStore returns an empty Store.
 func NewStore() *Store {
-	return &Store{snaps: map[string]*Snapshot{}, index: map[ObjectKey]owned{}}
+	return &Store{snaps: map[string]*Snapshot{}, index: map[ObjectKey]owned{}, reserved: map[string][]ObjectKey{}}
+}
+
+// Reserve claims, once in the Store's life, every key held returns for its
+// Guard (what each Guard applied before, by its inventory), in the order
+// of the Guards' names, for Guards with no snapshot yet. Call it before
+// the first Set: then a Guard owns after a restart what it owned before,
+// and a Guard that declares the same key, rendered first, finds it owned.
+// When held fails, nothing is reserved, and the next call tries again;
+// calls wait for one another.
+func (s *Store) Reserve(held func() (map[string][]ObjectKey, error)) error {
+	s.reserveMu.Lock()
+	defer s.reserveMu.Unlock()
+	if s.reserveOK {
+		return nil
+	}
+	keys, err := held()
+	if err != nil {
+		return err
+	}
+	guards := slices.Sorted(maps.Keys(keys))
+	s.mu.Lock()
+	for _, g := range guards {
+		if _, published := s.snaps[g]; published {
+			continue
+		}
+		for _, k := range keys[g] {
+			s.claim(g, k)
+		}
+		s.reserved[g] = append(s.reserved[g], keys[g]...)
+	}
+	s.mu.Unlock()
+	s.reserveOK = true
+	return nil
 }
 
 // Set replaces the snapshot of guard; a nil snapshot removes the guard.
@@ -56,6 +103,13 @@ func (s *Store) Set(guard string, snap *Snapshot) {
 	s.mu.Lock()
 	old := s.snaps[guard]
 	s.snaps[guard] = snap
+	// The first snapshot keeps the reservations it declares.
+	for _, k := range s.reserved[guard] {
+		if _, still := snap.Get(k); !still {
+			s.unclaim(guard, k)
+		}
+	}
+	delete(s.reserved, guard)
 	for _, o := range keysOf(old) {
 		if _, still := snap.Get(o); !still {
 			s.unclaim(guard, o)
@@ -79,8 +133,13 @@ func (s *Store) Remove(guard string) {
 	for _, k := range keysOf(old) {
 		s.unclaim(guard, k)
 	}
+	reserved := s.reserved[guard]
+	for _, k := range reserved {
+		s.unclaim(guard, k)
+	}
+	delete(s.reserved, guard)
 	s.mu.Unlock()
-	if ok {
+	if ok || len(reserved) > 0 {
 		s.notify()
 	}
 	redact.Secrets.Forget(guard)
@@ -121,22 +180,35 @@ func (s *Store) unclaim(guard string, k ObjectKey) {
 	s.reindex(k)
 }
 
-// reindex points k at the object of its owner. Callers hold mu.
+// reindex points k at the object of its owner (none while it is only
+// reserved). Callers hold mu.
 func (s *Store) reindex(k ObjectKey) {
 	o, ok := s.index[k]
 	if !ok {
 		return
 	}
-	o.obj, _ = s.snaps[o.guard].Get(k)
+	o.obj, _ = s.snaps[o.guard].get(k)
 	s.index[k] = o
 }
 
-// Lookup returns the guard that owns k and its desired object.
+// Lookup returns the guard that owns k and its desired object; not ok
+// while k is only reserved.
 func (s *Store) Lookup(k ObjectKey) (guard string, obj *Object, ok bool) {
 	s.mu.RLock()
-	o, ok := s.index[k]
+	o := s.index[k]
 	s.mu.RUnlock()
-	return o.guard, o.obj, ok
+	if o.obj == nil {
+		return "", nil, false
+	}
+	return o.guard, o.obj, true
+}
+
+// Owner returns the guard that owns k, reserved or with its snapshot; ""
+// when no Guard claims k.
+func (s *Store) Owner(k ObjectKey) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.index[k].guard
 }
 
 // Snapshot returns the snapshot of guard.

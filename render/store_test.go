@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -295,4 +296,119 @@ func TestStoreClaimOrder(t *testing.T) {
 			t.Fatalf("after removing %q: owner %q (%v), want %q", step.remove, g, ok, step.owner)
 		}
 	}
+}
+
+// TestStoreReserve: what each Guard applied before (Reserve) is its own
+// from the start, whichever Guard renders first; a reservation its first
+// snapshot no longer declares goes to the next claimant; Reserve reserves
+// once, and again after a failure.
+func TestStoreReserve(t *testing.T) {
+	cm := key("/ConfigMap/shop/cfg")
+	other := key("/ConfigMap/shop/other")
+	type step struct {
+		do     string // "set a", "set a -" (without cm), "remove a"
+		owner  string // Owner(cm)
+		lookup string // Lookup(cm)'s guard, "" when not ok
+	}
+	for _, tc := range []struct {
+		name     string
+		reserve  map[string][]ObjectKey
+		before   []string // Guards set before Reserve
+		steps    []step
+		conflict string // a Guard whose Conflicts end up holding cm
+	}{{
+		name:    "the holder keeps it though another renders first",
+		reserve: map[string][]ObjectKey{"a": {cm, other}},
+		steps: []step{
+			{do: "set b", owner: "a", lookup: ""},
+			{do: "set a", owner: "a", lookup: "a"},
+		},
+		conflict: "b",
+	}, {
+		name:    "a reservation the holder's Git dropped goes to the next",
+		reserve: map[string][]ObjectKey{"a": {cm}},
+		steps: []step{
+			{do: "set b", owner: "a", lookup: ""},
+			{do: "set a -", owner: "b", lookup: "b"},
+		},
+	}, {
+		name:    "a removed holder lets go",
+		reserve: map[string][]ObjectKey{"a": {cm}},
+		steps: []step{
+			{do: "remove a", owner: "", lookup: ""},
+			{do: "set b", owner: "b", lookup: "b"},
+		},
+	}, {
+		name:    "two holders: by name",
+		reserve: map[string][]ObjectKey{"b": {cm}, "a": {cm}},
+		steps: []step{
+			{do: "set b", owner: "a", lookup: ""},
+			{do: "set a -", owner: "b", lookup: "b"},
+		},
+	}, {
+		name:    "a Guard that rendered already is not reserved for",
+		reserve: map[string][]ObjectKey{"a": {cm}},
+		before:  []string{"b"},
+		steps: []step{
+			{do: "set a", owner: "b", lookup: "b"},
+		},
+		conflict: "a",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore()
+			set := func(g string, withCM bool) {
+				objs := []*Object{obj("v1", "ConfigMap", "shop", "x-"+g)}
+				if withCM {
+					objs = append(objs, obj("v1", "ConfigMap", "shop", "cfg"))
+				}
+				s.Set(g, snapshot(t, "1", objs...))
+			}
+			for _, g := range tc.before {
+				set(g, true)
+			}
+			if err := s.Reserve(func() (map[string][]ObjectKey, error) { return tc.reserve, nil }); err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range tc.steps {
+				verb, g, _ := strings.Cut(st.do, " ")
+				switch verb {
+				case "set":
+					g, without := strings.CutSuffix(g, " -")
+					set(g, !without)
+				case "remove":
+					s.Remove(g)
+				}
+				if got := s.Owner(cm); got != st.owner {
+					t.Fatalf("after %q: Owner %q, want %q", st.do, got, st.owner)
+				}
+				g2, o, ok := s.Lookup(cm)
+				if g2 != st.lookup || ok != (st.lookup != "") || (ok && o == nil) {
+					t.Fatalf("after %q: Lookup %q (%v), want %q", st.do, g2, ok, st.lookup)
+				}
+			}
+			if tc.conflict != "" && !slices.Contains(s.Conflicts(tc.conflict), cm) {
+				t.Errorf("Conflicts(%s) = %v, want %v in it", tc.conflict, s.Conflicts(tc.conflict), cm)
+			}
+		})
+	}
+
+	t.Run("once, and again after a failure", func(t *testing.T) {
+		s := NewStore()
+		calls := 0
+		held := func(m map[string][]ObjectKey, err error) func() (map[string][]ObjectKey, error) {
+			return func() (map[string][]ObjectKey, error) { calls++; return m, err }
+		}
+		if err := s.Reserve(held(nil, fmt.Errorf("inventories unreadable"))); err == nil {
+			t.Fatal("Reserve hid the error")
+		}
+		if err := s.Reserve(held(map[string][]ObjectKey{"a": {cm}}, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Reserve(held(map[string][]ObjectKey{"b": {other}}, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if calls != 2 || s.Owner(cm) != "a" || s.Owner(other) != "" {
+			t.Errorf("calls %d, owners %q %q; want 2 calls, a, none", calls, s.Owner(cm), s.Owner(other))
+		}
+	})
 }
