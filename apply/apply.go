@@ -189,7 +189,7 @@ func (a *Applier) applyStage(ctx context.Context, objs []*render.Object, opts Op
 					// The first object to find the API server unreachable
 					// stands for all: the others in flight then are left
 					// as not attempted, not one error record each.
-					if unreachable(err) && !unreachableSeen.CompareAndSwap(false, true) {
+					if Unreachable(err) && !unreachableSeen.CompareAndSwap(false, true) {
 						continue
 					}
 					err = fmt.Errorf("apply %s (%s:%d): %w", o.Key, o.Source.Path, o.Source.Line, err)
@@ -357,9 +357,9 @@ func stage(objs []*render.Object) (first, rest []*render.Object) {
 	return first, rest
 }
 
-// unreachable reports errors that say the API server cannot be reached, as
+// Unreachable reports errors that say the API server cannot be reached, as
 // opposed to refusing one object.
-func unreachable(err error) bool {
+func Unreachable(err error) bool {
 	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
 		utilnet.IsHTTP2ConnectionLost(err) || apierrors.IsServiceUnavailable(err)
 }

@@ -62,8 +62,8 @@ func TestUnreachable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := unreachable(tt.err); got != tt.want {
-				t.Fatalf("unreachable(%v) = %v, want %v", tt.err, got, tt.want)
+			if got := Unreachable(tt.err); got != tt.want {
+				t.Fatalf("Unreachable(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
 	}

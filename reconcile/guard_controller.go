@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -552,17 +553,35 @@ func (r *GuardReconciler) publish(ctx context.Context, a *attempt) {
 // to guard: claimed, the webhook and the compiled index would decide
 // everyone's writes of it by this Guard's Git (a tenant's Git naming
 // another team's object, or a Namespace or a ClusterRole that does not
-// exist yet, would have their creates denied). The next attempt publishes
-// the whole revision again.
+// exist yet, would have their creates denied). The objects a sync that
+// stopped early never tried (later waves) are asked in a server-side dry
+// run, as the Guard's identity: a Git that makes its first wave fail
+// would otherwise keep another team's object of a later wave claimed for
+// as long as it likes. The next attempt publishes the whole revision
+// again.
 func (r *GuardReconciler) unclaimRefused(ctx context.Context, a *attempt, cs apply.ChangeSet) {
 	refused := map[render.ObjectKey]bool{}
+	tried := make(map[render.ObjectKey]bool, len(cs))
 	for _, e := range cs {
-		if e.Err == nil || e.Object == nil || !apierrors.IsForbidden(e.Err) {
+		if e.Object == nil {
+			continue
+		}
+		tried[e.Object.Key] = true
+		if e.Err == nil || !apierrors.IsForbidden(e.Err) {
 			continue
 		}
 		if _, applied := a.inv.Get(e.Object.Key); !applied {
 			refused[e.Object.Key] = true
 		}
+	}
+	var untried []*render.Object
+	for _, o := range a.snap.Objects {
+		if _, applied := a.inv.Get(o.Key); !applied && !tried[o.Key] {
+			untried = append(untried, o)
+		}
+	}
+	for k := range r.refusedInDryRun(ctx, a, untried) {
+		refused[k] = true
 	}
 	if len(refused) == 0 {
 		return
@@ -574,6 +593,52 @@ func (r *GuardReconciler) unclaimRefused(ctx context.Context, a *attempt, cs app
 			a.log.Error(err, "webhook rules not updated")
 		}
 	}
+}
+
+// maxDryRunChecks bounds the dry runs of one failed attempt
+// (unclaimRefused); the objects beyond it are asked at the next attempt's
+// failure, the first ones then being known by their refusal.
+const maxDryRunChecks = 1000
+
+// refusedInDryRun asks the API server, in server-side dry runs as the
+// Guard's identity, whether it would let the Guard write each object, a
+// few at a time, and returns those it refuses (Forbidden). Other answers
+// (a namespace an earlier wave creates, a kind not defined yet) keep the
+// object: its own apply tells.
+func (r *GuardReconciler) refusedInDryRun(ctx context.Context, a *attempt, objs []*render.Object) map[render.ObjectKey]bool {
+	objs = objs[:min(len(objs), maxDryRunChecks)]
+	var mu sync.Mutex
+	out := map[render.ObjectKey]bool{}
+	var wg sync.WaitGroup
+	var gone atomic.Bool // the API server stopped answering
+	next := make(chan *render.Object)
+	for range min(len(objs), 4) {
+		wg.Go(func() {
+			for o := range next {
+				// A copy: the dry run keeps its answer as the object's
+				// server values, and the snapshot's are shared.
+				if gone.Load() {
+					continue
+				}
+				err := a.applier.DryRun(ctx, render.NewObjectFrom(o.Obj().DeepCopy(), o), nil)
+				switch {
+				case err == nil:
+				case apierrors.IsForbidden(err):
+					mu.Lock()
+					out[o.Key] = true
+					mu.Unlock()
+				case apply.Unreachable(err) || ctx.Err() != nil:
+					gone.Store(true)
+				}
+			}
+		})
+	}
+	for _, o := range objs {
+		next <- o
+	}
+	close(next)
+	wg.Wait()
+	return out
 }
 
 // applyAndPrune applies the revision, prunes what left Git (after health

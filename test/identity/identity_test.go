@@ -317,6 +317,37 @@ func TestForeignObjectNotClaimed(t *testing.T) {
 	}
 }
 
+// TestForeignObjectOfALaterWave: the same as TestForeignObjectNotClaimed
+// for an object of a later wave, which a sync that stops at its first wave
+// never tries: a Git that makes its first wave fail (here a ConfigMap the
+// API server finds invalid) kept another team's object of the next wave
+// claimed (team-f's create denied by the guard's webhook, naming team-e's
+// Git) until 2026-12-05. The guard asks the API server in a dry run, as
+// the Guard's account, and leaves what it refuses unclaimed.
+func TestForeignObjectOfALaterWave(t *testing.T) {
+	ctx := context.Background()
+	nsE, nsF := "identity-wave-e", "identity-wave-f"
+	namespace(t, nsE)
+	namespace(t, nsF)
+	tenant(t, "team-e", nsE, configMapVerbs)
+	wave := func(doc, w string) string {
+		return strings.Replace(doc, "metadata:\n", "metadata:\n  annotations: {driftguard.io/sync-wave: \""+w+"\"}\n", 1)
+	}
+	repo := h.NewGuard(t, "identity-wave", false, map[string]string{
+		"bad.yaml": wave("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\n  namespace: "+nsE+"\ndata:\n  \"not a key!\": x\n", "0"),
+		"f.yaml":   wave(configMap(nsF, "theirs", "from team-e's Git"), "1"),
+	}, func(s *v1alpha1.GuardSpec) { s.ServiceAccountName = "team-e" })
+	waitReady(t, repo.Guard, metav1.ConditionFalse, v1alpha1.ReasonApplyFailed, "the waves after it are not applied")
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsF, Name: "theirs"}, Data: map[string]string{"value": "team-f's"}}
+	wait.Eventually(t, 30*time.Second, "team-f creates its own ConfigMap", func() error {
+		return h.Admin.Create(ctx, theirs.DeepCopy())
+	})
+	time.Sleep(2 * time.Second)
+	if v := value(t, nsF, "theirs"); v != "team-f's" {
+		t.Fatalf("%s/theirs is %q", nsF, v)
+	}
+}
+
 // TestMissingServiceAccount: a Guard naming a service account that does not
 // exist applies nothing and says so; creating the account is the fix. Its
 // health reads act as the account too: a health check of a Secret the
