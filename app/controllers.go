@@ -100,7 +100,7 @@ func (c *controllers) addApplier(_ context.Context, d deps) error {
 	if d.o.DefaultServiceAccount != "" {
 		d.log.Info("Guards without spec.serviceAccountName act as the default service account", "user", apply.ServiceAccountUser(d.o.Namespace, d.o.DefaultServiceAccount))
 	}
-	c.inventory = &reconcile.InventoryStore{Client: d.mgr.GetClient(), Namespace: d.o.Namespace, Log: d.log.WithName("inventory")}
+	c.inventory = &reconcile.InventoryStore{Client: d.mgr.GetClient(), Reader: d.mgr.GetAPIReader(), Namespace: d.o.Namespace, Log: d.log.WithName("inventory")}
 	c.applier = &apply.Applier{
 		Client: d.mgr.GetClient(), Reader: d.mgr.GetAPIReader(), Rules: c.settings.IgnoreRules, Concurrency: d.o.ApplyConcurrency,
 		Identities: identities(d), Schemas: schemas.New(d.kube.Discovery(), d.log.WithName("schemas")),
@@ -263,7 +263,7 @@ func (c *controllers) addFollower(d deps, fetcher reconcile.Fetcher, caps *recon
 		return nil
 	}
 	f, err := reconcile.NewFollower(reconcile.FollowerOptions{
-		Client: d.mgr.GetClient(), Cache: d.mgr.GetCache(), Fetcher: fetcher, Store: c.store, Applier: c.applier, Inventory: c.inventory,
+		Client: d.mgr.GetClient(), Cache: d.mgr.GetCache(), Fetcher: fetcher, Store: c.store, Applier: c.applier, Inventory: c.inventory, Shard: d.o.Shard,
 		Capabilities: caps, Elected: d.mgr.Elected(), Namespace: d.o.Namespace, Interval: d.o.DefaultInterval, Log: d.log.WithName("follow"),
 	})
 	if err != nil {

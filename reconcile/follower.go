@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,9 +39,11 @@ type FollowerOptions struct {
 	Fetcher Fetcher
 	Store   *render.Store
 	Applier *apply.Applier
-	// Inventory, when set, gives each Guard first what it applied before
-	// (render.Store.Reserve), as the leader does.
+	// Inventory, when set, gives each Guard of Shard first what it applied
+	// before (render.Store.Reserve), as the leader does.
 	Inventory *InventoryStore
+	// Shard is the leader's (GuardReconciler.Shard).
+	Shard string
 	// Capabilities are the cluster's capabilities for charts, as the leader's.
 	Capabilities *ClusterCapabilities
 	// Elected is closed when this replica becomes the leader (the
@@ -133,8 +136,9 @@ func (f *Follower) follow(ctx context.Context) {
 	}
 	// Each Guard first claims what it applied, as on the leader.
 	if f.o.Inventory != nil {
-		if err := f.o.Store.Reserve(func() (map[string][]render.ObjectKey, error) {
-			return f.o.Inventory.Holdings(ctx, guards.Items)
+		if err := f.o.Store.Reserve(func() ([]render.Holding, error) {
+			own := slices.DeleteFunc(slices.Clone(guards.Items), func(g v1alpha1.Guard) bool { return g.Labels[v1alpha1.ShardLabel] != f.o.Shard })
+			return f.o.Inventory.Holdings(ctx, own)
 		}); err != nil {
 			f.o.Log.Info("inventories not read; nothing published until they are", "error", err.Error())
 			return
@@ -156,6 +160,12 @@ func (f *Follower) follow(ctx context.Context) {
 	for name := range f.fetched {
 		if !live[name] {
 			delete(f.fetched, name)
+		}
+	}
+	// Also the Guards only reserved (never fetched here): a deleted one
+	// would keep its objects from every other Guard.
+	for _, name := range f.o.Store.Guards() {
+		if !live[name] {
 			f.o.Store.Remove(name)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -99,6 +98,7 @@ type GuardReconciler struct {
 	mu        sync.Mutex
 	decorated map[string]*prepared // guard -> its fetched snapshot, decorated and ordered
 	waits     map[string]waitStart
+	dryRuns   map[string]*dryRunVerdicts // guard -> what dry runs told of its revision
 	kicks     kicks
 	queued    queuedTimes
 }
@@ -133,7 +133,7 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 // SetupWithManager registers the reconciler.
 func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Inventory == nil {
-		r.Inventory = &InventoryStore{Client: r.Client, Namespace: r.SecretNamespace, Log: r.Log.WithName("inventory")}
+		r.Inventory = &InventoryStore{Client: r.Client, Reader: mgr.GetAPIReader(), Namespace: r.SecretNamespace, Log: r.Log.WithName("inventory")}
 	}
 	concurrent := r.Concurrent
 	if concurrent <= 0 {
@@ -244,7 +244,7 @@ func (r *GuardReconciler) HealthChanged(g *v1alpha1.Guard, sum HealthSummary, pr
 
 // holdings: what each Guard of this shard applied before, by its
 // inventory (render.Store.Reserve).
-func (r *GuardReconciler) holdings(ctx context.Context) (map[string][]render.ObjectKey, error) {
+func (r *GuardReconciler) holdings(ctx context.Context) ([]render.Holding, error) {
 	var guards v1alpha1.GuardList
 	if err := r.Client.List(ctx, &guards); err != nil {
 		return nil, fmt.Errorf("list guards: %w", err)
@@ -270,6 +270,7 @@ func (r *GuardReconciler) forget(guard string) {
 	r.mu.Lock()
 	delete(r.decorated, guard)
 	delete(r.waits, guard)
+	delete(r.dryRuns, guard)
 	r.mu.Unlock()
 }
 
@@ -334,8 +335,9 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	if s := r.prepare(ctx, a); s != nil {
 		return *s, nil
 	}
-	if err := r.Store.Reserve(func() (map[string][]render.ObjectKey, error) { return r.holdings(ctx) }); err != nil {
-		return ctrl.Result{}, fmt.Errorf("claim what each Guard applied before publishing any: %w", err)
+	if err := r.Store.Reserve(func() ([]render.Holding, error) { return r.holdings(ctx) }); err != nil {
+		// No Guard publishes before every Guard claimed what it applied.
+		return *r.failed(ctx, g, v1alpha1.ReasonInventoryFailed, "read the Guards' inventories, which say which Guard keeps an object two Guards declare: "+err.Error()), nil
 	}
 	r.publish(ctx, a)
 	return r.applyAndPrune(ctx, a), nil
@@ -555,10 +557,10 @@ func (r *GuardReconciler) publish(ctx context.Context, a *attempt) {
 // another team's object, or a Namespace or a ClusterRole that does not
 // exist yet, would have their creates denied). The objects a sync that
 // stopped early never tried (later waves) are asked in a server-side dry
-// run, as the Guard's identity: a Git that makes its first wave fail
-// would otherwise keep another team's object of a later wave claimed for
-// as long as it likes. The next attempt publishes the whole revision
-// again.
+// run, as the Guard's identity (refusedInDryRun): a Git that makes its
+// first wave fail would otherwise keep another team's object of a later
+// wave claimed for as long as it likes. The next attempt publishes the
+// whole revision again.
 func (r *GuardReconciler) unclaimRefused(ctx context.Context, a *attempt, cs apply.ChangeSet) {
 	refused := map[render.ObjectKey]bool{}
 	tried := make(map[render.ObjectKey]bool, len(cs))
@@ -576,11 +578,15 @@ func (r *GuardReconciler) unclaimRefused(ctx context.Context, a *attempt, cs app
 	}
 	var untried []*render.Object
 	for _, o := range a.snap.Objects {
-		if _, applied := a.inv.Get(o.Key); !applied && !tried[o.Key] {
-			untried = append(untried, o)
+		if _, applied := a.inv.Get(o.Key); applied || tried[o.Key] {
+			continue
 		}
+		if owner := r.Store.Owner(o.Key); owner != "" && owner != a.g.Name {
+			continue // another Guard's: left out of the apply, not refused
+		}
+		untried = append(untried, o)
 	}
-	for k := range r.refusedInDryRun(ctx, a, untried) {
+	for _, k := range r.refusedInDryRun(ctx, a, untried) {
 		refused[k] = true
 	}
 	if len(refused) == 0 {
@@ -593,52 +599,6 @@ func (r *GuardReconciler) unclaimRefused(ctx context.Context, a *attempt, cs app
 			a.log.Error(err, "webhook rules not updated")
 		}
 	}
-}
-
-// maxDryRunChecks bounds the dry runs of one failed attempt
-// (unclaimRefused); the objects beyond it are asked at the next attempt's
-// failure, the first ones then being known by their refusal.
-const maxDryRunChecks = 1000
-
-// refusedInDryRun asks the API server, in server-side dry runs as the
-// Guard's identity, whether it would let the Guard write each object, a
-// few at a time, and returns those it refuses (Forbidden). Other answers
-// (a namespace an earlier wave creates, a kind not defined yet) keep the
-// object: its own apply tells.
-func (r *GuardReconciler) refusedInDryRun(ctx context.Context, a *attempt, objs []*render.Object) map[render.ObjectKey]bool {
-	objs = objs[:min(len(objs), maxDryRunChecks)]
-	var mu sync.Mutex
-	out := map[render.ObjectKey]bool{}
-	var wg sync.WaitGroup
-	var gone atomic.Bool // the API server stopped answering
-	next := make(chan *render.Object)
-	for range min(len(objs), 4) {
-		wg.Go(func() {
-			for o := range next {
-				// A copy: the dry run keeps its answer as the object's
-				// server values, and the snapshot's are shared.
-				if gone.Load() {
-					continue
-				}
-				err := a.applier.DryRun(ctx, render.NewObjectFrom(o.Obj().DeepCopy(), o), nil)
-				switch {
-				case err == nil:
-				case apierrors.IsForbidden(err):
-					mu.Lock()
-					out[o.Key] = true
-					mu.Unlock()
-				case apply.Unreachable(err) || ctx.Err() != nil:
-					gone.Store(true)
-				}
-			}
-		})
-	}
-	for _, o := range objs {
-		next <- o
-	}
-	close(next)
-	wg.Wait()
-	return out
 }
 
 // applyAndPrune applies the revision, prunes what left Git (after health

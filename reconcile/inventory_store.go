@@ -3,7 +3,9 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -55,6 +57,9 @@ type InventoryStore struct {
 	// Client reads and writes the ConfigMaps straight from the API server
 	// (the guard's client caches no ConfigMaps).
 	Client client.Client
+	// Reader, when set, lists them for Holdings, a page at a time
+	// (mgr.GetAPIReader(): a cache serves no pages); unset, Client does.
+	Reader client.Reader
 	// Namespace is the guard's own namespace.
 	Namespace string
 	Log       logr.Logger
@@ -111,38 +116,68 @@ func (s *InventoryStore) Load(ctx context.Context, g *v1alpha1.Guard) (*Inventor
 	return st.inv.Clone(), nil
 }
 
-// Holdings reads every inventory of the Guards given, in one list of the
-// guard's namespace, and returns what each holds (render.Store.Reserve).
-// A ConfigMap is taken for a Guard only when that Guard, by UID, owns it:
-// the inventories are written by the guard alone, in its own namespace, so
+// Holdings reads every inventory of the Guards given, a page of the
+// guard's namespace at a time, and returns what each holds
+// (render.Store.Reserve), the oldest Guard first: of two Guards whose
+// inventories hold one object, the one created first keeps it (a name is
+// chosen by whoever creates the Guard; its age is not). A ConfigMap is
+// taken for a Guard only when that Guard, by UID, owns it: the
+// inventories are written by the guard alone, in its own namespace, so
 // nothing a Guard's Git or a namespace's editor writes can make a Guard
 // the holder of an object. An inventory that cannot be read is left out
 // (its Guard's reconcile reports it).
-func (s *InventoryStore) Holdings(ctx context.Context, guards []v1alpha1.Guard) (map[string][]render.ObjectKey, error) {
-	uids := make(map[string]types.UID, len(guards))
+func (s *InventoryStore) Holdings(ctx context.Context, guards []v1alpha1.Guard) ([]render.Holding, error) {
+	byName := make(map[string]*v1alpha1.Guard, len(guards))
 	for i := range guards {
-		uids[guards[i].Name] = guards[i].UID
+		byName[guards[i].Name] = &guards[i]
 	}
-	var list corev1.ConfigMapList
-	if err := s.Client.List(ctx, &list, client.InNamespace(s.Namespace), client.HasLabels{InventoryOfLabel}); err != nil {
-		return nil, fmt.Errorf("list the inventories in %s: %w", s.Namespace, err)
-	}
-	out := map[string][]render.ObjectKey{}
-	for i := range list.Items {
-		cm := &list.Items[i]
-		guard := cm.Labels[InventoryOfLabel]
-		if uid, ok := uids[guard]; !ok || cm.Name != InventoryName(guard) || guardOwner(cm, guard) != uid {
-			continue
+	held := map[string][]render.ObjectKey{}
+	opts := []client.ListOption{client.InNamespace(s.Namespace), client.HasLabels{InventoryOfLabel}, client.Limit(holdingsPage)}
+	for {
+		var list corev1.ConfigMapList
+		var reader client.Reader = s.Client
+		if s.Reader != nil {
+			reader = s.Reader
 		}
-		inv, err := decodeInventory(cm.BinaryData[InventoryKey])
-		if err != nil {
-			s.Log.Info("inventory not read for the Guards' claims", "guard", guard, "configMap", cm.Name, "error", err.Error())
-			continue
+		if err := reader.List(ctx, &list, opts...); err != nil {
+			return nil, fmt.Errorf("list the inventories in %s: %w", s.Namespace, err)
 		}
-		out[guard] = inv.Keys()
+		for i := range list.Items {
+			cm := &list.Items[i]
+			name := cm.Labels[InventoryOfLabel]
+			g := byName[name]
+			if g == nil || cm.Name != InventoryName(name) || guardOwner(cm, name) != g.UID {
+				continue
+			}
+			inv, err := decodeInventory(cm.BinaryData[InventoryKey])
+			if err != nil {
+				s.Log.Info("inventory not read for the Guards' claims", "guard", name, "configMap", cm.Name, "error", err.Error())
+				continue
+			}
+			held[name] = inv.Keys()
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts = append(opts[:3:3], client.Continue(list.Continue))
 	}
+	out := make([]render.Holding, 0, len(held))
+	for name, keys := range held {
+		out = append(out, render.Holding{Guard: name, Keys: keys})
+	}
+	slices.SortFunc(out, func(a, b render.Holding) int {
+		ga, gb := byName[a.Guard], byName[b.Guard]
+		if c := ga.CreationTimestamp.Compare(gb.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Guard, b.Guard)
+	})
 	return out, nil
 }
+
+// holdingsPage is how many inventories Holdings reads a request (each up
+// to about 250 KiB compressed).
+var holdingsPage int64 = 100
 
 // Save stores inv as the Guard's inventory when it changed since Load (or
 // the last Save). A ConfigMap changed by someone else meanwhile is not

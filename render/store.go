@@ -34,8 +34,12 @@ type Store struct {
 	// yet.
 	reserved map[string][]ObjectKey
 
+	// removed: the Guards removed before Reserve reserved (deleted while
+	// it read the inventories): not reserved for.
+	removed map[string]bool
+
 	reserveMu sync.Mutex // held while Reserve reads what to reserve
-	reserveOK bool       // Reserve has reserved
+	reserveOK bool       // Reserve has reserved (under mu and reserveMu)
 
 	subMu sync.Mutex
 	subs  []func()
@@ -55,37 +59,59 @@ func NewStore() *Store {
 	return &Store{snaps: map[string]*Snapshot{}, index: map[ObjectKey]owned{}, reserved: map[string][]ObjectKey{}}
 }
 
-// Reserve claims, once in the Store's life, every key held returns for its
-// Guard (what each Guard applied before, by its inventory), in the order
-// of the Guards' names, for Guards with no snapshot yet. Call it before
-// the first Set: then a Guard owns after a restart what it owned before,
-// and a Guard that declares the same key, rendered first, finds it owned.
-// When held fails, nothing is reserved, and the next call tries again;
-// calls wait for one another.
-func (s *Store) Reserve(held func() (map[string][]ObjectKey, error)) error {
+// Holding is what one Guard applied before (its inventory): Reserve
+// claims it for the Guard.
+type Holding struct {
+	Guard string
+	Keys  []ObjectKey
+}
+
+// Reserve claims, once in the Store's life, the keys of each holding held
+// returns for its Guard, in that order (a key two Guards hold goes to the
+// first), for Guards with no snapshot yet and not removed meanwhile. Call
+// it before the first Set: then a Guard owns after a restart what it owned
+// before, and a Guard that declares the same key, rendered first, finds
+// it owned. When held fails, nothing is reserved, and the next call tries
+// again; calls wait for one another.
+func (s *Store) Reserve(held func() ([]Holding, error)) error {
 	s.reserveMu.Lock()
 	defer s.reserveMu.Unlock()
 	if s.reserveOK {
 		return nil
 	}
-	keys, err := held()
+	holdings, err := held()
 	if err != nil {
 		return err
 	}
-	guards := slices.Sorted(maps.Keys(keys))
 	s.mu.Lock()
-	for _, g := range guards {
-		if _, published := s.snaps[g]; published {
+	for _, h := range holdings {
+		if _, published := s.snaps[h.Guard]; published || s.removed[h.Guard] {
 			continue
 		}
-		for _, k := range keys[g] {
-			s.claim(g, k)
+		for _, k := range h.Keys {
+			s.claim(h.Guard, k)
 		}
-		s.reserved[g] = append(s.reserved[g], keys[g]...)
+		s.reserved[h.Guard] = append(s.reserved[h.Guard], h.Keys...)
 	}
-	s.mu.Unlock()
+	s.removed = nil
 	s.reserveOK = true
+	s.mu.Unlock()
 	return nil
+}
+
+// Guards returns, sorted, the Guards the Store holds a snapshot or a
+// reservation of.
+func (s *Store) Guards() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := slices.Collect(maps.Keys(s.snaps))
+	for g := range s.reserved {
+		if _, ok := s.snaps[g]; !ok {
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Set replaces the snapshot of guard; a nil snapshot removes the guard.
@@ -138,6 +164,12 @@ func (s *Store) Remove(guard string) {
 		s.unclaim(guard, k)
 	}
 	delete(s.reserved, guard)
+	if !s.reserveOK {
+		if s.removed == nil {
+			s.removed = map[string]bool{}
+		}
+		s.removed[guard] = true
+	}
 	s.mu.Unlock()
 	if ok || len(reserved) > 0 {
 		s.notify()

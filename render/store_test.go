@@ -312,13 +312,14 @@ func TestStoreReserve(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		reserve  map[string][]ObjectKey
+		reserve  []Holding
 		before   []string // Guards set before Reserve
+		removed  []string // Guards removed before Reserve
 		steps    []step
 		conflict string // a Guard whose Conflicts end up holding cm
 	}{{
 		name:    "the holder keeps it though another renders first",
-		reserve: map[string][]ObjectKey{"a": {cm, other}},
+		reserve: []Holding{{"a", []ObjectKey{cm, other}}},
 		steps: []step{
 			{do: "set b", owner: "a", lookup: ""},
 			{do: "set a", owner: "a", lookup: "a"},
@@ -326,28 +327,35 @@ func TestStoreReserve(t *testing.T) {
 		conflict: "b",
 	}, {
 		name:    "a reservation the holder's Git dropped goes to the next",
-		reserve: map[string][]ObjectKey{"a": {cm}},
+		reserve: []Holding{{"a", []ObjectKey{cm}}},
 		steps: []step{
 			{do: "set b", owner: "a", lookup: ""},
 			{do: "set a -", owner: "b", lookup: "b"},
 		},
 	}, {
 		name:    "a removed holder lets go",
-		reserve: map[string][]ObjectKey{"a": {cm}},
+		reserve: []Holding{{"a", []ObjectKey{cm}}},
 		steps: []step{
 			{do: "remove a", owner: "", lookup: ""},
 			{do: "set b", owner: "b", lookup: "b"},
 		},
 	}, {
-		name:    "two holders: by name",
-		reserve: map[string][]ObjectKey{"b": {cm}, "a": {cm}},
+		name:    "two holders: the first given",
+		reserve: []Holding{{"a", []ObjectKey{cm}}, {"b", []ObjectKey{cm}}},
 		steps: []step{
 			{do: "set b", owner: "a", lookup: ""},
 			{do: "set a -", owner: "b", lookup: "b"},
 		},
 	}, {
+		name:    "a Guard removed while the inventories were read is not reserved for",
+		reserve: []Holding{{"a", []ObjectKey{cm}}},
+		removed: []string{"a"},
+		steps: []step{
+			{do: "set b", owner: "b", lookup: "b"},
+		},
+	}, {
 		name:    "a Guard that rendered already is not reserved for",
-		reserve: map[string][]ObjectKey{"a": {cm}},
+		reserve: []Holding{{"a", []ObjectKey{cm}}},
 		before:  []string{"b"},
 		steps: []step{
 			{do: "set a", owner: "b", lookup: "b"},
@@ -366,7 +374,10 @@ func TestStoreReserve(t *testing.T) {
 			for _, g := range tc.before {
 				set(g, true)
 			}
-			if err := s.Reserve(func() (map[string][]ObjectKey, error) { return tc.reserve, nil }); err != nil {
+			for _, g := range tc.removed {
+				s.Remove(g)
+			}
+			if err := s.Reserve(func() ([]Holding, error) { return tc.reserve, nil }); err != nil {
 				t.Fatal(err)
 			}
 			for _, st := range tc.steps {
@@ -395,20 +406,24 @@ func TestStoreReserve(t *testing.T) {
 	t.Run("once, and again after a failure", func(t *testing.T) {
 		s := NewStore()
 		calls := 0
-		held := func(m map[string][]ObjectKey, err error) func() (map[string][]ObjectKey, error) {
-			return func() (map[string][]ObjectKey, error) { calls++; return m, err }
+		held := func(h []Holding, err error) func() ([]Holding, error) {
+			return func() ([]Holding, error) { calls++; return h, err }
 		}
 		if err := s.Reserve(held(nil, fmt.Errorf("inventories unreadable"))); err == nil {
 			t.Fatal("Reserve hid the error")
 		}
-		if err := s.Reserve(held(map[string][]ObjectKey{"a": {cm}}, nil)); err != nil {
+		if err := s.Reserve(held([]Holding{{"a", []ObjectKey{cm}}}, nil)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Reserve(held(map[string][]ObjectKey{"b": {other}}, nil)); err != nil {
+		if err := s.Reserve(held([]Holding{{"b", []ObjectKey{other}}}, nil)); err != nil {
 			t.Fatal(err)
 		}
 		if calls != 2 || s.Owner(cm) != "a" || s.Owner(other) != "" {
 			t.Errorf("calls %d, owners %q %q; want 2 calls, a, none", calls, s.Owner(cm), s.Owner(other))
+		}
+		s.Set("c", snapshot(t, "1", obj("v1", "ConfigMap", "shop", "c")))
+		if got := s.Guards(); !slices.Equal(got, []string{"a", "c"}) {
+			t.Errorf("Guards %v, want a (reserved) and c", got)
 		}
 	})
 }
