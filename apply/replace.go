@@ -77,3 +77,39 @@ func (a *Applier) APIReader() client.Reader {
 	}
 	return a.Client
 }
+
+// Locked reports whether live is a ConfigMap or Secret someone made
+// immutable (immutable: true where Git does not set it): the API server
+// refuses every change of its data, and of the field itself, so no apply
+// or patch brings it back to Git (ReplaceLocked does).
+func Locked(want *render.Object, live *unstructured.Unstructured) bool {
+	if live == nil || want.Key.Group != "" || (want.Key.Kind != "ConfigMap" && want.Key.Kind != "Secret") {
+		return false
+	}
+	on, _, _ := unstructured.NestedBool(live.Object, "immutable")
+	inGit, _, _ := unstructured.NestedBool(want.Obj().Object, "immutable")
+	return on && !inGit
+}
+
+// ReplaceLocked deletes a Locked object, the one live is and no other
+// (UID and resourceVersion preconditions: a newer object is left alone
+// and the error says so), waits until it is gone, and creates it from
+// Git.
+func (a *Applier) ReplaceLocked(ctx context.Context, want *render.Object, live *unstructured.Unstructured) error {
+	uid, rv := live.GetUID(), live.GetResourceVersion()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(want.GVK())
+	u.SetNamespace(live.GetNamespace())
+	u.SetName(live.GetName())
+	u.SetUID(uid)
+	if err := a.Client.Delete(ctx, u, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !IsNotFoundOrGone(err) {
+		return fmt.Errorf("replace the %s made immutable: delete: %w", want.Key.Kind, a.ExplainForbidden(err, "delete", want.GVK(), want.Key.Namespace))
+	}
+	if err := a.waitGone(ctx, u); err != nil {
+		return fmt.Errorf("replace the %s made immutable: %w", want.Key.Kind, err)
+	}
+	if _, _, err := a.write(ctx, want, nil, false); err != nil {
+		return fmt.Errorf("replace the %s made immutable: create: %w", want.Key.Kind, err)
+	}
+	return nil
+}

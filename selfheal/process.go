@@ -154,13 +154,19 @@ func (w *Watcher) heal(ctx context.Context, ev *driftEvent, d policy.Decision, r
 		return nil
 	}
 	a, err := w.Applier.ForGuard(ctx, ev.guard)
-	if err == nil {
+	switch {
+	case err != nil:
+	case apply.Locked(ev.want, ev.live):
+		// Made immutable: no change of it is accepted; it is deleted
+		// (as it was seen, no newer one) and created from Git.
+		err = a.ReplaceLocked(ctx, ev.want, ev.live)
+	default:
 		// What a forced apply leaves in place goes first; then Git's
 		// state goes back (the object is recreated when gone).
 		err = a.RemoveAdditions(ctx, ev.live, additions(ev.changes))
-	}
-	if err == nil {
-		_, err = a.Revert(ctx, ev.want, ev.live)
+		if err == nil {
+			_, err = a.Revert(ctx, ev.want, ev.live)
+		}
 	}
 	if err != nil {
 		// Retried with backoff; recorded once per object state and error.

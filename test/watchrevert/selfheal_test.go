@@ -149,6 +149,42 @@ func TestDeletedObjectIsRecreated(t *testing.T) {
 	})
 }
 
+// TestImmutableLockIsReplaced: a ConfigMap changed and made immutable in
+// one write (the webhook down, or its namespace excluded) refuses every
+// later change, the field itself included: patches and applies fail for
+// ever and Git's value never comes back. Until 2026-12-05 self-heal
+// retried the revert every 30 s; now it deletes that object (as it was
+// seen: UID and resourceVersion preconditions) and creates it from Git.
+func TestImmutableLockIsReplaced(t *testing.T) {
+	t.Parallel()
+	const ns = "locked"
+	repo := h.NewGuard(t, "locked", true, map[string]string{"all.yaml": fmt.Sprintf(manifests, ns)})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	before, err := configMap(t, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := h.Kubectl(t, "patch", "configmap", "cfg", "-n", ns, "--type=merge", "-p", `{"data":{"greeting":"locked in"},"immutable":true}`); err != nil {
+		t.Fatalf("patch with the webhook off: %v %s", err, out)
+	}
+	wait.Eventually(t, 20*time.Second, "cfg back to Git, not immutable", func() error {
+		cm, err := configMap(t, ns)
+		if err != nil {
+			return err
+		}
+		if cm.Data["greeting"] != "from git" || (cm.Immutable != nil && *cm.Immutable) {
+			return fmt.Errorf("greeting %q, immutable %v", cm.Data["greeting"], cm.Immutable)
+		}
+		if cm.UID == before.UID {
+			return fmt.Errorf("still the object made immutable")
+		}
+		return nil
+	})
+	h.Audit.Wait(t, 10*time.Second, "revert of cfg", func(r audit.Record) bool {
+		return r.Type == audit.Revert && r.Guard == repo.Guard && r.Object.Name == "cfg" && r.Manager == "kubectl-patch"
+	})
+}
+
 func TestSecretDriftIsRedacted(t *testing.T) {
 	t.Parallel()
 	const ns = "secret"
