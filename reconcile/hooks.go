@@ -172,6 +172,11 @@ func (a engine) deleteEarlierHook(ctx context.Context, u *unstructured.Unstructu
 	hookUID, created := inv.HookUID(key)
 	labels := live.GetLabels()
 	switch {
+	case labels[apply.GuardLabel] != "" && labels[apply.GuardLabel] != guard:
+		// Another Guard's Git declares it and that Guard applied it over
+		// the hook (the UID stays): its object now, which this Guard's
+		// account (exempt from the webhook) must not delete.
+		return nil, fmt.Errorf("guard %s manages the object of that name now: not deleted, not replaced", labels[apply.GuardLabel])
 	case created && hookUID == live.GetUID():
 		// The hook the guard created last: a label anyone may set is
 		// never the reason to delete.
@@ -240,14 +245,25 @@ func (a engine) waitHook(ctx context.Context, u *unstructured.Unstructured, dead
 	return nil
 }
 
-// deleteHook deletes a hook the guard created, by its UID.
+// deleteHook deletes a hook the guard created, by its UID, unless a Guard
+// applied it since (it carries a Guard's label: another Guard's Git
+// declares it, and it is that Guard's now).
 func (a engine) deleteHook(ctx context.Context, u *unstructured.Unstructured) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(u.GroupVersionKind())
-	obj.SetNamespace(u.GetNamespace())
-	obj.SetName(u.GetName())
+	err := a.hookReader().Get(ctx, client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}, obj)
+	switch {
+	case apply.IsNotFoundOrGone(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the hook to delete (hook-delete-policy): %w", a.ExplainForbidden(err, "get", u.GroupVersionKind(), u.GetNamespace()))
+	case obj.GetUID() != u.GetUID():
+		return nil // replaced by someone: not the hook
+	case obj.GetLabels()[apply.GuardLabel] != "":
+		return fmt.Errorf("guard %s manages the hook's object now: not deleted (hook-delete-policy)", obj.GetLabels()[apply.GuardLabel])
+	}
 	uid := u.GetUID()
-	err := a.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
+	err = a.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
 	if err != nil && !apply.IsNotFoundOrGone(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete (hook-delete-policy): %w", a.ExplainForbidden(err, "delete", u.GroupVersionKind(), u.GetNamespace()))
 	}

@@ -94,6 +94,39 @@ func TestHooksAreNotGuarded(t *testing.T) {
 	}
 }
 
+// TestHookAdoptedByAnotherGuardNotDeleted: a hook one Guard created that
+// another Guard's Git then declares (applied over it: the UID stays, the
+// label becomes the other Guard's) is that Guard's object: the first
+// Guard's next run does not delete it to make room for the hook
+// (before-hook-creation), and says why. Until 2026-12-05 the first Guard's
+// account, which the webhook exempts, deleted the other Guard's object at
+// every revision of its Git.
+func TestHookAdoptedByAnotherGuardNotDeleted(t *testing.T) {
+	t.Parallel()
+	const ns = "hooks-adopted"
+	ctx := context.Background()
+	hook := strings.Replace(configMap(ns, "shared-name", "from b's hook"), "  namespace: "+ns+"\n",
+		"  namespace: "+ns+"\n  annotations:\n    argocd.argoproj.io/hook: PreSync\n", 1)
+	b := h.NewGuard(t, "hooks-adopted-b", true, map[string]string{
+		"ns.yaml":   namespace(ns),
+		"own.yaml":  configMap(ns, "b-own", "b"),
+		"hook.yaml": hook,
+	})
+	h.WaitApplied(t, b.Guard, b.Initial)
+	var created corev1.ConfigMap
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shared-name"}, &created); err != nil {
+		t.Fatalf("the PreSync hook was not created: %v", err)
+	}
+	a := h.NewGuard(t, "hooks-adopted-a", true, map[string]string{"cm.yaml": configMap(ns, "shared-name", "a's")})
+	h.WaitApplied(t, a.Guard, a.Initial)
+	b.Change(t, "another revision", map[string]string{"own.yaml": configMap(ns, "b-own", "b, again")})
+	waitCondition(t, b.Guard, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonHookFailed, "guard hooks-adopted-a manages the object of that name now")
+	var cm corev1.ConfigMap
+	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shared-name"}, &cm); err != nil || cm.UID != created.UID || cm.Data["value"] != "a's" || cm.Labels[apply.GuardLabel] != a.Guard {
+		t.Fatalf("guard a's object was deleted or replaced by guard b's hook: %v %v %v", err, cm.Data, cm.Labels)
+	}
+}
+
 // TestHooksAloneAreAnEmptyRevision: a commit that leaves only hooks has no
 // object to keep: it is refused like an empty one, and nothing is pruned.
 func TestHooksAloneAreAnEmptyRevision(t *testing.T) {
