@@ -154,7 +154,7 @@ func (c *controllers) addSelfHeal(_ context.Context, d deps) error {
 	d.engine.OnLoad(onPolicyLoad(c.layer, c.watcher, d.log))
 	c.health = &reconcile.HealthTracker{
 		Source: c.watcher, Live: c.watcher, Reader: d.mgr.GetAPIReader(), Identities: c.applier.Identities,
-		Recheck: d.events.recheck, OnChange: d.events.guardHealthChanged,
+		Recheck: d.events.recheck, OnChange: d.events.guardHealthChanged, Owner: c.store.Owner,
 	}
 	return nil
 }

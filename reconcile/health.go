@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -85,11 +86,26 @@ type HealthTracker struct {
 	// Deployment asked about. 0 means DefaultPodsPerDeployment.
 	PodsPerDeployment int
 
-	mu       sync.Mutex
-	services map[render.ObjectKey]serviceHealth
+	// Owner, when set, names the Guard that owns an object
+	// (render.Store.Owner): a Guard's summary leaves out the objects of
+	// its revision another Guard owns (it never applied them; their
+	// health is that Guard's, read as that Guard's account).
+	Owner func(render.ObjectKey) string
+
+	mu sync.Mutex
+	// services are the answers kept for Services and Deployments, by the
+	// account that read them: one account's answer (the endpoints or pods
+	// it may not list, "not readable") is never another's.
+	services map[readKey]serviceHealth
 	states   map[string]health.State // guard -> last summarized state
 	applied  map[render.ObjectKey]appliedObject
 	sweptAt  time.Time // when applied was last rid of old entries
+}
+
+// readKey is an object as one account reads it ("" the guard's own).
+type readKey struct {
+	reader string
+	key    render.ObjectKey
 }
 
 type serviceHealth struct {
@@ -123,6 +139,11 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		}
 	} else if snap != nil {
 		for _, o := range snap.Objects {
+			if t.Owner != nil {
+				if owner := t.Owner(o.Key); owner != "" && owner != g.Name {
+					continue
+				}
+			}
 			targets = append(targets, healthTarget{o.GVK(), o.Key})
 		}
 	}
@@ -169,7 +190,7 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 	}
 	services := map[int]*unstructured.Unstructured{}    // index -> live Service to check with its endpoints
 	deployments := map[int]*unstructured.Unstructured{} // index -> live Deployment to check with its pods
-	reader := t.readerFor(ctx, g)
+	reader, who := t.readerFor(ctx, g), t.readerName(g)
 	for i, tg := range targets {
 		if r, ok := t.unobserved(tg.gvk, tg.key); ok {
 			results[i] = r
@@ -185,14 +206,14 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 			r = t.read(ctx, reader, tg.gvk, tg.key)
 			again(recheckUnless(r, ServiceRecheck))
 		case tg.gvk.Group == "" && tg.gvk.Kind == "Service" && r.State == health.Healthy && t.Live != nil && reader != nil:
-			if cached, left, kept, live := t.remembered(tg); kept {
+			if cached, left, kept, live := t.remembered(who, tg); kept {
 				r = cached
 				again(recheckUnless(r, left))
 			} else if live != nil && withEndpoints(live) {
 				services[i] = live
 			}
 		case withPods(tg.gvk, r) && t.Live != nil && reader != nil:
-			if cached, left, kept, live := t.remembered(tg); kept {
+			if cached, left, kept, live := t.remembered(who, tg); kept {
 				r = crashingOr(cached, r)
 				again(recheckUnless(cached, left))
 			} else if live != nil {
@@ -206,11 +227,11 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 		}
 		results[i] = r
 	}
-	for i, a := range t.assessServices(ctx, reader, t.readerName(g), services) {
+	for i, a := range t.assessServices(ctx, reader, who, services) {
 		results[i] = a.result
 		again(recheckUnless(a.result, a.recheck))
 	}
-	for i, a := range t.assessPods(ctx, reader, deployments) {
+	for i, a := range t.assessPods(ctx, reader, who, deployments) {
 		results[i] = crashingOr(a.result, results[i])
 		again(recheckUnless(a.result, a.recheck))
 		if !a.result.Until.IsZero() {
@@ -315,10 +336,10 @@ func (t *HealthTracker) readerName(g *v1alpha1.Guard) string {
 // read without decoding the object when the live cache can tell it
 // (apply.LiveCache): a full reconcile of unchanged objects then decodes none
 // of them.
-func (t *HealthTracker) remembered(tg healthTarget) (r health.Result, left time.Duration, kept bool, live *unstructured.Unstructured) {
+func (t *HealthTracker) remembered(who string, tg healthTarget) (r health.Result, left time.Duration, kept bool, live *unstructured.Unstructured) {
 	if lc, ok := t.Live.(apply.LiveCache); ok {
 		if rv, ok := lc.LiveVersion(tg.gvk, tg.key.Namespace, tg.key.Name); ok {
-			if r, left, ok := t.cachedAt(tg.key, rv); ok {
+			if r, left, ok := t.cachedAt(readKey{who, tg.key}, rv); ok {
 				return r, left, true, nil
 			}
 		}
@@ -327,7 +348,7 @@ func (t *HealthTracker) remembered(tg healthTarget) (r health.Result, left time.
 	if !ok || live == nil {
 		return health.Result{}, 0, false, nil
 	}
-	if r, left, ok := t.cachedAt(tg.key, live.GetResourceVersion()); ok {
+	if r, left, ok := t.cachedAt(readKey{who, tg.key}, live.GetResourceVersion()); ok {
 		return r, left, true, nil
 	}
 	return health.Result{}, 0, false, live
@@ -336,7 +357,7 @@ func (t *HealthTracker) remembered(tg healthTarget) (r health.Result, left time.
 // cachedAt returns the remembered health of a Service or Deployment at
 // resourceVersion rv, and how long it is kept still: while it is Healthy
 // and unchanged, else for its recheck.
-func (t *HealthTracker) cachedAt(key render.ObjectKey, rv string) (health.Result, time.Duration, bool) {
+func (t *HealthTracker) cachedAt(key readKey, rv string) (health.Result, time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev, ok := t.services[key]
@@ -383,10 +404,10 @@ func (t *HealthTracker) assessServices(ctx context.Context, reader client.Reader
 		}
 		// else the reader may not list EndpointSlices: the Service's own
 		// answer stands, as a Deployment's does without its pods.
-		key := render.KeyOf(svc)
+		key := readKey{who, render.KeyOf(svc)}
 		t.mu.Lock()
 		if t.services == nil {
-			t.services = map[render.ObjectKey]serviceHealth{}
+			t.services = map[readKey]serviceHealth{}
 		}
 		sh := serviceHealth{resourceVersion: svc.GetResourceVersion(), result: r, at: time.Now(), recheck: ServiceRecheck}
 		if prev, ok := t.services[key]; ok && prev.resourceVersion == sh.resourceVersion && prev.result == r {
@@ -422,7 +443,7 @@ func crashingOr(pods, own health.Result) health.Result {
 // none of its pods crash-loops, else for a recheck that grows while
 // nothing changes. A crash-looping pod changes its Deployment's status at
 // every restart, so its answer is read afresh then.
-func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, deployments map[int]*unstructured.Unstructured) map[int]serviceHealth {
+func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, who string, deployments map[int]*unstructured.Unstructured) map[int]serviceHealth {
 	out := make(map[int]serviceHealth, len(deployments))
 	per := t.PodsPerDeployment
 	if per <= 0 {
@@ -441,10 +462,10 @@ func (t *HealthTracker) assessPods(ctx context.Context, reader client.Reader, de
 		case !crashing:
 			r = health.Result{State: health.Healthy, Message: "no pod crash-looping"}
 		}
-		key := render.KeyOf(d)
+		key := readKey{who, render.KeyOf(d)}
 		t.mu.Lock()
 		if t.services == nil {
-			t.services = map[render.ObjectKey]serviceHealth{}
+			t.services = map[readKey]serviceHealth{}
 		}
 		sh := serviceHealth{resourceVersion: d.GetResourceVersion(), result: r, at: time.Now(), recheck: ServiceRecheck}
 		if prev, ok := t.services[key]; ok && prev.resourceVersion == sh.resourceVersion && prev.result.State == r.State {
@@ -528,8 +549,10 @@ func (t *HealthTracker) Forget(guard string, snap *render.Snapshot) {
 	if snap == nil {
 		return
 	}
+	gone := make(map[render.ObjectKey]bool, len(snap.Objects))
 	for _, o := range snap.Objects {
-		delete(t.services, o.Key)
+		gone[o.Key] = true
 		delete(t.applied, o.Key)
 	}
+	maps.DeleteFunc(t.services, func(k readKey, _ serviceHealth) bool { return gone[k.key] })
 }

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/health"
@@ -200,4 +203,52 @@ func TestListedPods(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHealthNotSharedAcrossGuards: a Guard's summary leaves out the
+// objects of its revision another Guard owns, and what one account read
+// of a Service (here "not readable": its EndpointSlices are forbidden to
+// it) is never another account's answer. Until 2026-12-05 a tenant's
+// Guard that declared another Guard's Service, read first as its own
+// account, made that Service Healthy for its owner until it changed.
+func TestHealthNotSharedAcrossGuards(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	fx := cacheFixture{live: map[string]*unstructured.Unstructured{}, health: map[string]health.Result{
+		fixtureKey(gvk, "shop", "theirs"): {State: health.Degraded, Message: "progress deadline exceeded"},
+		fixtureKey(gvk, "shop", "mine"):   {State: health.Healthy},
+	}}
+	theirs, mine := deploy("theirs", "", "", 0), deploy("mine", "", "", 0)
+	owners := map[string]string{"theirs": "a", "mine": "b"}
+	tr := &HealthTracker{Source: fx, Live: fx, Owner: func(k render.ObjectKey) string { return owners[k.Name] }}
+	sum := tr.Summarize(context.Background(), &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, snapshotOf(t, theirs, mine))
+	if sum.State != health.Healthy {
+		t.Errorf("guard b's health %s %v: guard a's Deployment counted", sum.State, sum.Unhealthy)
+	}
+	sum = tr.Summarize(context.Background(), &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, snapshotOf(t, theirs))
+	if sum.State != health.Degraded {
+		t.Errorf("guard a's health %s, want its Deployment's Degraded", sum.State)
+	}
+
+	svc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{
+		"name": "web", "namespace": "shop", "resourceVersion": "7"}, "spec": map[string]any{"selector": map[string]any{"app": "web"}}}}
+	forbidden := forbiddenReader{}
+	got := tr.assessServices(context.Background(), forbidden, "tenant-b", map[int]*unstructured.Unstructured{0: svc})
+	if got[0].result.State != health.Healthy || got[0].result.Message != "endpoints not readable" {
+		t.Fatalf("as an account that may not list EndpointSlices: %+v", got[0].result)
+	}
+	key := render.KeyOf(svc)
+	if _, _, ok := tr.cachedAt(readKey{"tenant-b", key}, "7"); !ok {
+		t.Error("the answer is not kept for the account that read it")
+	}
+	if r, _, ok := tr.cachedAt(readKey{"", key}, "7"); ok {
+		t.Errorf("another account's answer %+v served to the guard's own reads", r)
+	}
+}
+
+// forbiddenReader refuses every read, as the API server refuses an
+// account without the right.
+type forbiddenReader struct{ client.Reader }
+
+func (forbiddenReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "", errors.New("no"))
 }
