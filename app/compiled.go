@@ -72,6 +72,8 @@ type compiledLayer struct {
 	LeftoverChanged func()
 	// fallbacks is how many objects the last sync left to the webhooks.
 	fallbacks atomic.Int64
+	// excluded are the namespaces the policies' bindings leave out.
+	excluded []string
 	log       logr.Logger
 }
 
@@ -144,14 +146,18 @@ func leftoverOf(ix compiled.Index) *webhook.Leftover {
 }
 
 // StampsInForce reports whether the API server stamps every update of a
-// managed object (the compiled MutatingAdmissionPolicy is in force).
-func (l *compiledLayer) StampsInForce() bool { return l.inForce.Load() }
+// managed object of namespace (the compiled MutatingAdmissionPolicy is in
+// force, and its binding selects the namespace: an excluded one is not,
+// and there anyone may write the annotation).
+func (l *compiledLayer) StampsInForce(namespace string) bool {
+	return l.inForce.Load() && (namespace == "" || !slices.Contains(l.excluded, namespace))
+}
 
 // newCompiledLayer builds the compiled admission layer of mode
 // o.AdmissionMode; leftoverChanged, when set, is told when what it leaves
 // to the webhooks changes.
 func newCompiledLayer(o Options, self string, c client.Client, reader client.Reader, mapper meta.RESTMapper, ch cache.Cache, store *render.Store, rules *settings.Guards, leftoverChanged func(), log logr.Logger) *compiledLayer {
-	l := &compiledLayer{cache: ch, mode: o.AdmissionMode, LeftoverChanged: leftoverChanged, log: log}
+	l := &compiledLayer{cache: ch, mode: o.AdmissionMode, LeftoverChanged: leftoverChanged, excluded: o.excludedNamespaces(), log: log}
 	opts := compiled.KeeperOptions{
 		Client: c, Reader: reader, Mapper: mapper, Log: log,
 		Config: compiled.Config{

@@ -311,7 +311,7 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 	if live == nil {
 		return who
 	}
-	var newest, newestSpec time.Time
+	var newest, newestSpec, newestGuard time.Time
 	// newestSubresource is that of the newest write but status writes
 	// (controllers report status all the time; status is never compared).
 	newestSubresource := ""
@@ -324,7 +324,13 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 		manager, _ := mf["manager"].(string)
 		stamp, _ := mf["time"].(string)
 		t, err := time.Parse(time.RFC3339, stamp)
-		if manager == apply.FieldManager || err != nil {
+		if err != nil {
+			continue
+		}
+		if manager == apply.FieldManager {
+			if sub, _ := mf["subresource"].(string); sub == "" && t.After(newestGuard) {
+				newestGuard = t
+			}
 			continue
 		}
 		if who.manager == "unknown" || t.After(newest) {
@@ -347,8 +353,13 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 	// The stamp policy matches writes of the object itself, not of its
 	// subresources: after a write of /scale (or /status) the annotation
 	// still names whoever wrote the object before, so it is not the
-	// newest change's writer.
-	if w.APIServerStamps != nil && w.APIServerStamps() && newestSubresource == "" {
+	// newest change's writer. It matches updates of managed objects, not
+	// the guard's: when the guard's apply is newer than every other write,
+	// the annotation may come from before the object was managed (a
+	// create, which anyone may annotate). (Times have whole seconds: a
+	// write in the same second as the guard's counts as after it.) And in
+	// a namespace its binding leaves out, anyone writes it.
+	if w.APIServerStamps != nil && w.APIServerStamps(live.GetNamespace()) && newestSubresource == "" && !newestSpec.IsZero() && !newestGuard.After(newestSpec) {
 		if u := live.GetAnnotations()[v1alpha1.APIServerChangedByAnnotation]; u != "" {
 			who.user, who.verified = u, true
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,11 +91,21 @@ func TestAttributeAPIServerStamp(t *testing.T) {
 		{"a write of the object", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(time.Minute)}, {Manager: "kubectl-scale", Subresource: "scale", Time: at(0)}}, "alice"},
 		{"a write of /scale after it", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}, {Manager: "kubectl-scale", Subresource: "scale", Time: at(time.Minute)}}, "unknown"},
 		{"a controller's status after it", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}, {Manager: "kube-controller-manager", Subresource: "status", Time: at(time.Minute)}}, "alice"},
+		// Created annotated (no stamp policy matches a create), then
+		// applied by the guard: the annotation is the creator's word.
+		{"the guard's apply after it", []metav1.ManagedFieldsEntry{{Manager: "kubectl-create", Time: at(0)}, {Manager: "driftguard", Operation: "Apply", Time: at(time.Minute)}}, "unknown"},
+		{"the guard's apply in the same second", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}, {Manager: "driftguard", Operation: "Apply", Time: at(0)}}, "alice"},
+		{"a write after the guard's apply", []metav1.ManagedFieldsEntry{{Manager: "driftguard", Operation: "Apply", Time: at(0)}, {Manager: "kubectl-patch", Time: at(time.Minute)}}, "alice"},
+		{"a namespace the policy's binding leaves out", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(time.Minute)}}, "unknown"},
 	}
-	w := &Watcher{APIServerStamps: func() bool { return true }}
+	// The stamp policy's binding leaves out namespace "excluded".
+	w := &Watcher{APIServerStamps: func(ns string) bool { return ns != "excluded" }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]any{}}
+			if strings.Contains(tt.name, "leaves out") {
+				u.SetNamespace("excluded")
+			}
 			u.SetManagedFields(tt.managers)
 			u.SetAnnotations(map[string]string{v1alpha1.APIServerChangedByAnnotation: "alice"})
 			if got := w.attribute(u, obj, t0); got.user != tt.user || got.verified != (tt.user != "unknown") {

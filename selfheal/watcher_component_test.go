@@ -382,7 +382,7 @@ func addWatcher(mgr ctrl.Manager, cfg *rest.Config, auditLog *audit.Logger, log 
 	w := &selfheal.Watcher{
 		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: render.NewStore(), Applier: applier,
 		Policy: policy.NewEngine(policy.Config{GuardUsers: []string{"driftguard"}}, log.WithName("policy")), Settings: guards,
-		Audit: auditLog, LabelKey: apply.GuardLabel, APIServerStamps: func() bool { return true }, Log: log.WithName("drift"),
+		Audit: auditLog, LabelKey: apply.GuardLabel, APIServerStamps: func(string) bool { return true }, Log: log.WithName("drift"),
 	}
 	applier.Live = w
 	return w, applier, mgr.Add(w)
