@@ -74,7 +74,7 @@ type compiledLayer struct {
 	fallbacks atomic.Int64
 	// excluded are the namespaces the policies' bindings leave out.
 	excluded []string
-	log       logr.Logger
+	log      logr.Logger
 }
 
 // Leftover is what the webhooks decide of managed objects besides creates
