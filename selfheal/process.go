@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -92,8 +93,15 @@ func (w *Watcher) drifted(ctx context.Context, it item) (*driftEvent, bool) {
 	}
 	ev := &driftEvent{it: it, guard: guard, want: want, live: getCached(ki.informer, it.namespace, it.name), operation: "DRIFT", seen: time.Now()}
 	if ev.live == nil {
-		ev.operation = "DELETE"
-		return ev, true
+		// Gone from the informers' view: deleted, or its guard label
+		// taken off (the informers select by it). An object still there
+		// is drift like any other, reverted as such: recreated from the
+		// whole of Git, it would lose the fields ignore rules leave to
+		// their owner (an autoscaler's replicas).
+		if ev.live = w.unlabelled(ctx, ki, it); ev.live == nil {
+			ev.operation = "DELETE"
+			return ev, true
+		}
 	}
 	ev.changes = w.compare(ctx, guard, want, ev.live)
 	if len(ev.changes) == 0 {
@@ -103,6 +111,22 @@ func (w *Watcher) drifted(ctx context.Context, it item) (*driftEvent, bool) {
 	}
 	// The state we reverted from: our write's event is on its way.
 	return ev, !w.state.alreadyReverted(it, ev.live.GetResourceVersion())
+}
+
+// unlabelled reads an object the informer no longer holds from the API
+// server, as the cache would hold it: nil when it is gone (or cannot be
+// read: then it is treated as gone, and the apply that recreates it finds
+// it).
+func (w *Watcher) unlabelled(ctx context.Context, ki *kindInformer, it item) *unstructured.Unstructured {
+	if w.Dynamic == nil {
+		return nil
+	}
+	u, err := w.Dynamic.Resource(ki.gvr).Namespace(it.namespace).Get(ctx, it.name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	stripped, _ := stripForCache(u)
+	return stripped.(*unstructured.Unstructured)
 }
 
 // record asks the policy what to do with the drift and writes the drift

@@ -21,6 +21,7 @@ import (
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/app"
+	"github.com/driftguard/driftguard/apply"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/test/harness"
 	"github.com/driftguard/driftguard/test/wait"
@@ -266,6 +267,52 @@ func TestSelfHealOffRecordsButKeeps(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLabelRemovedIsDrift: taking the guard's label off a managed object
+// takes it out of the informers' view, as a delete does; it is still
+// there, and is reverted as drift: the label comes back, a field an
+// ignore rule leaves to its owner stays as the owner wrote it, and the
+// record says DRIFT and revert. Until 2026-12-05 it was recreated from
+// the whole of Git over the live object (a "recreate" of an object never
+// deleted), which took the owner's field back to Git's value.
+func TestLabelRemovedIsDrift(t *testing.T) {
+	t.Parallel()
+	const ns = "unlabelled"
+	cm := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %[1]s\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: %[1]s\ndata:\n  greeting: from git\n  tuned: \"1\"\n", ns)
+	repo := h.NewGuard(t, "unlabelled", true, map[string]string{"all.yaml": cm}, func(s *v1alpha1.GuardSpec) {
+		s.Ignore = []v1alpha1.IgnoreRule{{Kind: "ConfigMap", ManagedFieldsManagers: []string{"tuner"}}}
+	})
+	h.WaitApplied(t, repo.Guard, repo.Initial)
+	before, err := configMap(t, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := h.Kubectl(t, "patch", "configmap", "cfg", "-n", ns, "--field-manager=tuner", "--type=merge", "-p", `{"data":{"tuned":"42"}}`); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if out, err := h.Kubectl(t, "label", "configmap", "cfg", "-n", ns, apply.GuardLabel+"-"); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	h.Audit.Wait(t, 10*time.Second, "revert of cfg", func(r audit.Record) bool {
+		return r.Type == audit.Revert && r.Guard == repo.Guard && r.Object.Name == "cfg" && r.Operation == "DRIFT"
+	})
+	wait.Eventually(t, 10*time.Second, "cfg labelled again", func() error {
+		cm, err := configMap(t, ns)
+		if err != nil {
+			return err
+		}
+		if cm.Labels[apply.GuardLabel] != repo.Guard {
+			return fmt.Errorf("labels %v", cm.Labels)
+		}
+		if cm.UID != before.UID || cm.Data["tuned"] != "42" {
+			return fmt.Errorf("uid %s (was %s), tuned %q: recreated from the whole of Git", cm.UID, before.UID, cm.Data["tuned"])
+		}
+		return nil
+	})
+	if got := h.Audit.Find(func(r audit.Record) bool { return r.Type == audit.Recreate && r.Guard == repo.Guard }); len(got) != 0 {
+		t.Fatalf("a recreate recorded for an object never deleted: %+v", got)
+	}
 }
 
 // TestIgnoreRulesInSelfHeal: a field owned by another field manager named in
