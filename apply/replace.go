@@ -37,17 +37,28 @@ func (a *Applier) replace(ctx context.Context, o *render.Object) (Action, types.
 	}
 	u.SetNamespace(o.Key.Namespace)
 	u.SetName(o.Key.Name)
-	if err := a.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !IsNotFoundOrGone(err) {
-		return Failed, "", fmt.Errorf("replace: delete: %w", a.ExplainForbidden(err, "delete", o.GVK(), o.Key.Namespace))
-	}
-	if err := a.waitGone(ctx, u); err != nil {
-		return Failed, "", fmt.Errorf("replace: %w", err)
-	}
-	_, stored, err := a.write(ctx, o, nil, false)
+	stored, err := a.recreate(ctx, o, u, "replace", client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil {
-		return Failed, "", fmt.Errorf("replace: create: %w", err)
+		return Failed, "", err
 	}
 	return Replaced, stored.GetUID(), nil
+}
+
+// recreate deletes u with opts, waits until it is gone, and creates want
+// from Git, returning what the API server stored; what names the step in
+// errors.
+func (a *Applier) recreate(ctx context.Context, want *render.Object, u *unstructured.Unstructured, what string, opts ...client.DeleteOption) (*unstructured.Unstructured, error) {
+	if err := a.Client.Delete(ctx, u, opts...); err != nil && !IsNotFoundOrGone(err) {
+		return nil, fmt.Errorf("%s: delete: %w", what, a.ExplainForbidden(err, "delete", want.GVK(), want.Key.Namespace))
+	}
+	if err := a.waitGone(ctx, u); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	_, stored, err := a.write(ctx, want, nil, false)
+	if err != nil {
+		return nil, fmt.Errorf("%s: create: %w", what, err)
+	}
+	return stored, nil
 }
 
 // waitGone polls until the object u was no longer exists (its finalizers
@@ -102,14 +113,6 @@ func (a *Applier) ReplaceLocked(ctx context.Context, want *render.Object, live *
 	u.SetNamespace(live.GetNamespace())
 	u.SetName(live.GetName())
 	u.SetUID(uid)
-	if err := a.Client.Delete(ctx, u, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !IsNotFoundOrGone(err) {
-		return fmt.Errorf("replace the %s made immutable: delete: %w", want.Key.Kind, a.ExplainForbidden(err, "delete", want.GVK(), want.Key.Namespace))
-	}
-	if err := a.waitGone(ctx, u); err != nil {
-		return fmt.Errorf("replace the %s made immutable: %w", want.Key.Kind, err)
-	}
-	if _, _, err := a.write(ctx, want, nil, false); err != nil {
-		return fmt.Errorf("replace the %s made immutable: create: %w", want.Key.Kind, err)
-	}
-	return nil
+	_, err := a.recreate(ctx, want, u, "replace the "+want.Key.Kind+" made immutable", client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	return err
 }

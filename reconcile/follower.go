@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -136,10 +135,7 @@ func (f *Follower) follow(ctx context.Context) {
 	}
 	// Each Guard first claims what it applied, as on the leader.
 	if f.o.Inventory != nil {
-		if err := f.o.Store.Reserve(func() ([]render.Holding, error) {
-			own := slices.DeleteFunc(slices.Clone(guards.Items), func(g v1alpha1.Guard) bool { return g.Labels[v1alpha1.ShardLabel] != f.o.Shard })
-			return f.o.Inventory.Holdings(ctx, own)
-		}); err != nil {
+		if err := reserveHoldings(ctx, f.o.Store, f.o.Inventory, f.o.Shard, func() ([]v1alpha1.Guard, error) { return guards.Items, nil }); err != nil {
 			f.o.Log.Info("inventories not read; nothing published until they are", "error", err.Error())
 			return
 		}

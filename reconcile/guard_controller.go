@@ -186,9 +186,11 @@ func (r *GuardReconciler) dependents(ctx context.Context, o client.Object) []ctr
 
 // InShard reports whether this reconciler owns a Guard: its shard label
 // equals Shard (both empty for the unsharded process).
-func (r *GuardReconciler) InShard(o client.Object) bool {
-	return o.GetLabels()[v1alpha1.ShardLabel] == r.Shard
-}
+func (r *GuardReconciler) InShard(o client.Object) bool { return inShard(o, r.Shard) }
+
+// inShard reports whether o is of shard (its shard label's value; "" for
+// none).
+func inShard(o client.Object, shard string) bool { return o.GetLabels()[v1alpha1.ShardLabel] == shard }
 
 // Reconcile runs one full reconciliation of a Guard.
 func (r *GuardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -240,17 +242,6 @@ func (r *GuardReconciler) HealthChanged(g *v1alpha1.Guard, sum HealthSummary, pr
 	r.event(g, typ, "Health"+string(sum.State), msg)
 	r.record(context.Background(), audit.Record{Type: audit.Health, Guard: g.Name, Action: string(sum.State), Reason: msg,
 		Source: &audit.Source{URL: SourceURL(g), Revision: g.Status.LastAppliedRevision}})
-}
-
-// holdings: what each Guard of this shard applied before, by its
-// inventory (render.Store.Reserve).
-func (r *GuardReconciler) holdings(ctx context.Context) ([]render.Holding, error) {
-	var guards v1alpha1.GuardList
-	if err := r.Client.List(ctx, &guards); err != nil {
-		return nil, fmt.Errorf("list guards: %w", err)
-	}
-	guards.Items = slices.DeleteFunc(guards.Items, func(g v1alpha1.Guard) bool { return !r.InShard(&g) || !g.DeletionTimestamp.IsZero() })
-	return r.Inventory.Holdings(ctx, guards.Items)
 }
 
 // forget drops a deleted Guard's desired state: its objects stay in the
@@ -335,7 +326,11 @@ func (r *GuardReconciler) reconcile(ctx context.Context, log logr.Logger, g *v1a
 	if s := r.prepare(ctx, a); s != nil {
 		return *s, nil
 	}
-	if err := r.Store.Reserve(func() ([]render.Holding, error) { return r.holdings(ctx) }); err != nil {
+	if err := reserveHoldings(ctx, r.Store, r.Inventory, r.Shard, func() ([]v1alpha1.Guard, error) {
+		var guards v1alpha1.GuardList
+		err := r.Client.List(ctx, &guards)
+		return guards.Items, err
+	}); err != nil {
 		// No Guard publishes before every Guard claimed what it applied.
 		return *r.failed(ctx, g, v1alpha1.ReasonInventoryFailed, "read the Guards' inventories, which say which Guard keeps an object two Guards declare: "+err.Error()), nil
 	}

@@ -175,6 +175,20 @@ func (s *InventoryStore) Holdings(ctx context.Context, guards []v1alpha1.Guard) 
 	return out, nil
 }
 
+// reserveHoldings claims in store, once in its life, what each Guard of
+// shard applied before (render.Store.Reserve), Guards being deleted left
+// out; guards is asked for the Guards only while nothing is reserved.
+func reserveHoldings(ctx context.Context, store *render.Store, inv *InventoryStore, shard string, guards func() ([]v1alpha1.Guard, error)) error {
+	return store.Reserve(func() ([]render.Holding, error) {
+		all, err := guards()
+		if err != nil {
+			return nil, fmt.Errorf("list guards: %w", err)
+		}
+		own := slices.DeleteFunc(slices.Clone(all), func(g v1alpha1.Guard) bool { return !inShard(&g, shard) || !g.DeletionTimestamp.IsZero() })
+		return inv.Holdings(ctx, own)
+	})
+}
+
 // holdingsPage is how many inventories Holdings reads a request (each up
 // to about 250 KiB compressed).
 var holdingsPage int64 = 100

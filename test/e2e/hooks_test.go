@@ -23,8 +23,7 @@ func TestHooksAreNotGuarded(t *testing.T) {
 	t.Parallel()
 	const ns = "hooks-unguarded"
 	ctx := context.Background()
-	hook := strings.Replace(configMap(ns, "run-info", "from the hook"), "  namespace: "+ns+"\n",
-		"  namespace: "+ns+"\n  annotations:\n    argocd.argoproj.io/hook: PostSync\n", 1)
+	hook := hookConfigMap(ns, "run-info", "from the hook", "argocd.argoproj.io/hook", "PostSync")
 	repo := h.NewGuard(t, "hooks-unguarded", true, map[string]string{
 		"ns.yaml":          namespace(ns),
 		"apps/config.yaml": configMap(ns, "managed", "from git"),
@@ -105,8 +104,7 @@ func TestHookAdoptedByAnotherGuardNotDeleted(t *testing.T) {
 	t.Parallel()
 	const ns = "hooks-adopted"
 	ctx := context.Background()
-	hook := strings.Replace(configMap(ns, "shared-name", "from b's hook"), "  namespace: "+ns+"\n",
-		"  namespace: "+ns+"\n  annotations:\n    argocd.argoproj.io/hook: PreSync\n", 1)
+	hook := hookConfigMap(ns, "shared-name", "from b's hook", "argocd.argoproj.io/hook", "PreSync")
 	b := h.NewGuard(t, "hooks-adopted-b", true, map[string]string{
 		"ns.yaml":   namespace(ns),
 		"own.yaml":  configMap(ns, "b-own", "b"),
@@ -133,8 +131,7 @@ func TestHooksAloneAreAnEmptyRevision(t *testing.T) {
 	t.Parallel()
 	const ns = "hooks-alone"
 	ctx := context.Background()
-	hook := strings.Replace(configMap(ns, "run-info", "from the hook"), "  namespace: "+ns+"\n",
-		"  namespace: "+ns+"\n  annotations:\n    helm.sh/hook: post-upgrade\n", 1)
+	hook := hookConfigMap(ns, "run-info", "from the hook", "helm.sh/hook", "post-upgrade")
 	repo := h.NewGuard(t, "hooks-alone", true, map[string]string{
 		"ns.yaml": namespace(ns), "a.yaml": configMap(ns, "a", "one"), "hook.yaml": hook,
 	})
@@ -148,4 +145,11 @@ func TestHooksAloneAreAnEmptyRevision(t *testing.T) {
 	if err := h.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-info"}, &cm); err == nil {
 		t.Errorf("the post-upgrade hook of a refused revision ran")
 	}
+}
+
+// hookConfigMap is configMap annotated as a hook: annotation (Argo CD's
+// or Helm's) set to phase.
+func hookConfigMap(ns, name, value, annotation, phase string) string {
+	return strings.Replace(configMap(ns, name, value), "  namespace: "+ns+"\n",
+		"  namespace: "+ns+"\n  annotations:\n    "+annotation+": "+phase+"\n", 1)
 }

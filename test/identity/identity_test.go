@@ -290,7 +290,6 @@ spec:
 // of that name: the webhook would deny the create as a change of an
 // object Git manages, naming team-c's repository.
 func TestForeignObjectNotClaimed(t *testing.T) {
-	ctx := context.Background()
 	nsC, nsD := "identity-foreign-c", "identity-foreign-d"
 	namespace(t, nsC)
 	namespace(t, nsD)
@@ -303,17 +302,24 @@ func TestForeignObjectNotClaimed(t *testing.T) {
 	if v := value(t, nsC, "app"); v != "1" {
 		t.Fatalf("%s/app: %s", nsC, v)
 	}
-	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsD, Name: "theirs"}, Data: map[string]string{"value": "team-d's"}}
-	// Each attempt of the Guard publishes its revision for as long as it
-	// applies (milliseconds, every retry): a create in that window is
-	// denied, and tried again.
-	wait.Eventually(t, 30*time.Second, "team-d creates its own ConfigMap", func() error {
-		return h.Admin.Create(ctx, theirs.DeepCopy())
+	ownerCreates(t, nsD, "team-d's")
+}
+
+// ownerCreates: the team that owns namespace ns creates its own ConfigMap
+// "theirs" there (want), which another team's Git also declares, and it
+// stays as created. Each attempt of that Guard publishes its revision for
+// as long as it applies (every retry): a create in that window is denied,
+// and tried again; once created, what the other Git holds of it does not
+// come back: no revert.
+func ownerCreates(t *testing.T, ns, want string) {
+	t.Helper()
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"}, Data: map[string]string{"value": want}}
+	wait.Eventually(t, 30*time.Second, "the namespace's team creates its own ConfigMap", func() error {
+		return h.Admin.Create(context.Background(), theirs.DeepCopy())
 	})
-	// What team-c's Git holds of it does not come back: no revert.
 	time.Sleep(2 * time.Second)
-	if v := value(t, nsD, "theirs"); v != "team-d's" {
-		t.Fatalf("%s/theirs is %q", nsD, v)
+	if v := value(t, ns, "theirs"); v != want {
+		t.Fatalf("%s/theirs is %q", ns, v)
 	}
 }
 
@@ -325,7 +331,6 @@ func TestForeignObjectNotClaimed(t *testing.T) {
 // Git) until 2026-12-05. The guard asks the API server in a dry run, as
 // the Guard's account, and leaves what it refuses unclaimed.
 func TestForeignObjectOfALaterWave(t *testing.T) {
-	ctx := context.Background()
 	nsE, nsF := "identity-wave-e", "identity-wave-f"
 	namespace(t, nsE)
 	namespace(t, nsF)
@@ -338,14 +343,7 @@ func TestForeignObjectOfALaterWave(t *testing.T) {
 		"f.yaml":   wave(configMap(nsF, "theirs", "from team-e's Git"), "1"),
 	}, func(s *v1alpha1.GuardSpec) { s.ServiceAccountName = "team-e" })
 	waitReady(t, repo.Guard, metav1.ConditionFalse, v1alpha1.ReasonApplyFailed, "the waves after it are not applied")
-	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsF, Name: "theirs"}, Data: map[string]string{"value": "team-f's"}}
-	wait.Eventually(t, 30*time.Second, "team-f creates its own ConfigMap", func() error {
-		return h.Admin.Create(ctx, theirs.DeepCopy())
-	})
-	time.Sleep(2 * time.Second)
-	if v := value(t, nsF, "theirs"); v != "team-f's" {
-		t.Fatalf("%s/theirs is %q", nsF, v)
-	}
+	ownerCreates(t, nsF, "team-f's")
 }
 
 // TestMissingServiceAccount: a Guard naming a service account that does not
