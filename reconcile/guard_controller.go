@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
@@ -134,6 +135,10 @@ func (r *GuardReconciler) Pushed(ctx context.Context, urls []string) {
 func (r *GuardReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Inventory == nil {
 		r.Inventory = &InventoryStore{Client: r.Client, Reader: mgr.GetAPIReader(), Namespace: r.SecretNamespace, Log: r.Log.WithName("inventory")}
+	}
+	// Run when this replica leads (after the follower stops).
+	if err := mgr.Add(manager.RunnableFunc(r.forgetGone)); err != nil {
+		return err
 	}
 	concurrent := r.Concurrent
 	if concurrent <= 0 {
@@ -263,6 +268,38 @@ func (r *GuardReconciler) forget(guard string) {
 	delete(r.waits, guard)
 	delete(r.dryRuns, guard)
 	r.mu.Unlock()
+}
+
+// forgetGone forgets, once, the Guards the store holds (what a follower
+// published or reserved before this replica was elected) that are gone,
+// being deleted or of another shard now: one deleted between the
+// follower's last look and the election is never reconciled here, and
+// would keep its objects from every other Guard, and its Git deciding
+// them at admission, until the process restarts.
+func (r *GuardReconciler) forgetGone(ctx context.Context) error {
+	// The store's Guards first: one published after the list is not
+	// taken for gone.
+	held := r.Store.Guards()
+	var guards v1alpha1.GuardList
+	if err := r.Client.List(ctx, &guards); err != nil {
+		// Not the manager's end: the next reconcile of each Guard, or a
+		// restart, does the same.
+		r.Log.Error(err, "list guards to forget those gone before this replica led")
+		return nil
+	}
+	live := map[string]bool{}
+	for i := range guards.Items {
+		if g := &guards.Items[i]; g.DeletionTimestamp.IsZero() && r.InShard(g) {
+			live[g.Name] = true
+		}
+	}
+	for _, name := range held {
+		if !live[name] {
+			r.Log.Info("forgetting a Guard gone before this replica led", "guard", name)
+			r.forget(name)
+		}
+	}
+	return nil
 }
 
 func (r *GuardReconciler) interval(g *v1alpha1.Guard) time.Duration {

@@ -89,7 +89,9 @@ type HealthTracker struct {
 	// Owner, when set, names the Guard that owns an object
 	// (render.Store.Owner): a Guard's summary leaves out the objects of
 	// its revision another Guard owns (it never applied them; their
-	// health is that Guard's, read as that Guard's account).
+	// health is that Guard's, read as that Guard's account), and reads
+	// one its spec.healthChecks names as its own account, never from the
+	// informers, which watch as the guard.
 	Owner func(render.ObjectKey) string
 
 	mu sync.Mutex
@@ -139,10 +141,8 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		}
 	} else if snap != nil {
 		for _, o := range snap.Objects {
-			if t.Owner != nil {
-				if owner := t.Owner(o.Key); owner != "" && owner != g.Name {
-					continue
-				}
+			if t.othersObject(g, o.Key) {
+				continue
 			}
 			targets = append(targets, healthTarget{o.GVK(), o.Key})
 		}
@@ -163,6 +163,15 @@ func (t *HealthTracker) Summarize(ctx context.Context, g *v1alpha1.Guard, snap *
 		time.AfterFunc(sum.RecheckAfter, func() { t.Recheck(name) })
 	}
 	return sum
+}
+
+// othersObject reports whether another Guard than g owns the object key.
+func (t *HealthTracker) othersObject(g *v1alpha1.Guard, key render.ObjectKey) bool {
+	if t.Owner == nil {
+		return false
+	}
+	owner := t.Owner(key)
+	return owner != "" && owner != g.Name
 }
 
 // Assess returns the health of objs (a sync wave) without recording it as
@@ -198,7 +207,10 @@ func (t *HealthTracker) assess(ctx context.Context, g *v1alpha1.Guard, targets [
 			continue
 		}
 		r, known := health.Result{}, false
-		if t.Source != nil {
+		// Another Guard's object (a health check may name one) is read as
+		// this Guard's account: what the informers hold, read as the
+		// guard, is not this Guard's to see.
+		if t.Source != nil && !t.othersObject(g, tg.key) {
 			r, known = t.Source.Health(tg.gvk, tg.key.Namespace, tg.key.Name)
 		}
 		switch {

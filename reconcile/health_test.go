@@ -243,6 +243,21 @@ func TestHealthNotSharedAcrossGuards(t *testing.T) {
 	if r, _, ok := tr.cachedAt(readKey{"", key}, "7"); ok {
 		t.Errorf("another account's answer %+v served to the guard's own reads", r)
 	}
+
+	// A health check naming guard a's Deployment is read as guard b's
+	// account (which may not), not from the informers (the guard's).
+	tr.Reader = forbidden
+	check := func(guard string) HealthSummary {
+		g := &v1alpha1.Guard{ObjectMeta: metav1.ObjectMeta{Name: guard}}
+		g.Spec.HealthChecks = []v1alpha1.ObjectReference{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "theirs"}}
+		return tr.Summarize(context.Background(), g, nil)
+	}
+	if sum := check("b"); sum.State != health.Unknown || len(sum.Unhealthy) != 1 || !strings.Contains(sum.Unhealthy[0], "forbidden") {
+		t.Errorf("guard b's health check of guard a's Deployment: %s %v, want Unknown (forbidden)", sum.State, sum.Unhealthy)
+	}
+	if sum := check("a"); sum.State != health.Degraded {
+		t.Errorf("guard a's health check of its own Deployment: %s, want the informers' Degraded", sum.State)
+	}
 }
 
 // forbiddenReader refuses every read, as the API server refuses an
@@ -251,4 +266,8 @@ type forbiddenReader struct{ client.Reader }
 
 func (forbiddenReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "", errors.New("no"))
+}
+
+func (forbiddenReader) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	return apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, key.Name, errors.New("no"))
 }

@@ -18,7 +18,8 @@ import (
 // TestHoldings: the inventories are read a page at a time from the API
 // server, the oldest Guard's first whatever the names, and only those a
 // Guard owns by UID count: a ConfigMap labelled and named as an inventory
-// but owned by no Guard, or by another, holds nothing.
+// but owned by no Guard, or by another, holds nothing. A replica elected
+// forgets the reservations of a Guard deleted before (forgetGone).
 func TestHoldings(t *testing.T) {
 	e := startReadsEnv(t)
 	ctx := t.Context()
@@ -76,5 +77,25 @@ func TestHoldings(t *testing.T) {
 	}
 	if n := reader.take(""); n != 2 { // a typed list names no kind
 		t.Errorf("%d lists of four ConfigMaps, two a page; want 2", n)
+	}
+
+	// A replica elected after a follower reserved them forgets the Guard
+	// deleted meanwhile (never reconciled there), and only it.
+	store := render.NewStore()
+	if err := store.Reserve(func() ([]render.Holding, error) { return got, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.admin.Delete(ctx, &guards[2]); err != nil {
+		t.Fatal(err)
+	}
+	r := &GuardReconciler{Client: e.admin, Store: store, Log: testr.New(t)}
+	if err := r.forgetGone(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if held := store.Guards(); !slices.Equal(held, []string{"alpha", "zeta"}) {
+		t.Errorf("the store holds %v after the election, want alpha and zeta (mid deleted)", held)
+	}
+	if owner := store.Owner(key("of-mid")); owner != "" {
+		t.Errorf("the deleted Guard's object is still owned by %q", owner)
 	}
 }
