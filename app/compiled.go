@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -75,6 +77,13 @@ type compiledLayer struct {
 	// excluded are the namespaces the policies' bindings leave out.
 	excluded []string
 	log      logr.Logger
+	mapper   meta.RESTMapper
+
+	stampMu sync.Mutex
+	// stamped are the resources the stamp policy matches, counted from a
+	// settle after the policy naming them was written; stampWanted, those
+	// the last sync's policy names.
+	stamped, stampWanted map[schema.GroupResource]bool
 }
 
 // Leftover is what the webhooks decide of managed objects besides creates
@@ -97,6 +106,7 @@ func (l *compiledLayer) synced(ix compiled.Index) {
 		}
 		l.log.Info("objects the compiled policies leave to the webhook", "count", n, "first", first)
 	}
+	l.stampResources(ix.Resources, settle)
 	left := leftoverOf(ix)
 	if l.inForce.Load() {
 		l.publish(true, left)
@@ -115,7 +125,47 @@ func (l *compiledLayer) synced(ix compiled.Index) {
 // is not known: the webhooks take everything back at once.
 func (l *compiledLayer) removing() {
 	l.settling.Store(nil)
+	l.stampResources(nil, 0)
 	l.publish(false, nil)
+}
+
+// stampResources records the resources of rs as those the stamp policy
+// matches: one it did not match before counts after wait (the API server
+// loads a changed policy from its informers), one it no longer matches at
+// once.
+func (l *compiledLayer) stampResources(rs []compiled.Resource, wait time.Duration) {
+	want := map[schema.GroupResource]bool{}
+	for _, r := range rs {
+		want[schema.GroupResource{Group: r.Group, Resource: r.Resource}] = true
+	}
+	l.stampMu.Lock()
+	defer l.stampMu.Unlock()
+	if l.stamped == nil {
+		l.stamped = map[schema.GroupResource]bool{}
+	}
+	var added []schema.GroupResource
+	for gr := range l.stamped {
+		if !want[gr] {
+			delete(l.stamped, gr)
+		}
+	}
+	for gr := range want {
+		if !l.stamped[gr] {
+			added = append(added, gr)
+		}
+	}
+	l.stampWanted = want
+	if len(added) > 0 {
+		time.AfterFunc(wait, func() {
+			l.stampMu.Lock()
+			defer l.stampMu.Unlock()
+			for _, gr := range added {
+				if l.stampWanted[gr] {
+					l.stamped[gr] = true
+				}
+			}
+		})
+	}
 }
 
 func (l *compiledLayer) publish(in bool, left *webhook.Leftover) {
@@ -146,18 +196,29 @@ func leftoverOf(ix compiled.Index) *webhook.Leftover {
 }
 
 // StampsInForce reports whether the API server stamps every update of a
-// managed object of namespace (the compiled MutatingAdmissionPolicy is in
-// force, and its binding selects the namespace: an excluded one is not,
-// and there anyone may write the annotation).
-func (l *compiledLayer) StampsInForce(namespace string) bool {
-	return l.inForce.Load() && (namespace == "" || !slices.Contains(l.excluded, namespace))
+// managed object of kind gvk in namespace: the compiled
+// MutatingAdmissionPolicy is in force, its binding selects the namespace
+// (an excluded one is not, and there anyone may write the annotation), and
+// it matches the object's resource (that of a managed object of a
+// rendered revision; on any other the annotation is anyone's to write).
+func (l *compiledLayer) StampsInForce(namespace string, gvk schema.GroupVersionKind) bool {
+	if !l.inForce.Load() || (namespace != "" && slices.Contains(l.excluded, namespace)) {
+		return false
+	}
+	m, err := l.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false
+	}
+	l.stampMu.Lock()
+	defer l.stampMu.Unlock()
+	return l.stamped[m.Resource.GroupResource()]
 }
 
 // newCompiledLayer builds the compiled admission layer of mode
 // o.AdmissionMode; leftoverChanged, when set, is told when what it leaves
 // to the webhooks changes.
 func newCompiledLayer(o Options, self string, c client.Client, reader client.Reader, mapper meta.RESTMapper, ch cache.Cache, store *render.Store, rules *settings.Guards, leftoverChanged func(), log logr.Logger) *compiledLayer {
-	l := &compiledLayer{cache: ch, mode: o.AdmissionMode, LeftoverChanged: leftoverChanged, excluded: o.excludedNamespaces(), log: log}
+	l := &compiledLayer{cache: ch, mode: o.AdmissionMode, LeftoverChanged: leftoverChanged, excluded: o.excludedNamespaces(), log: log, mapper: mapper}
 	opts := compiled.KeeperOptions{
 		Client: c, Reader: reader, Mapper: mapper, Log: log,
 		Config: compiled.Config{

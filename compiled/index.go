@@ -200,6 +200,11 @@ func buildPart(g Guard, key partKey, mapper meta.RESTMapper) *guardPart {
 			continue
 		}
 		u := o.Obj()
+		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+		// The stamp policy names the writers of every managed object, the
+		// ones no policy decides too (Mode ""): self-heal trusts its
+		// annotation only on the resources it matches.
+		resources[Resource{Group: m.Resource.Group, Resource: m.Resource.Resource, Namespaced: namespaced}] = true
 		mode := decision.Enforcement{Object: u.GetAnnotations()[v1alpha1.EnforcementAnnotation], Guard: g.Enforcement}.AtAdmission()
 		if mode != policy.Deny && mode != policy.Warn {
 			continue // admitted at admission: nothing to compile
@@ -219,7 +224,6 @@ func buildPart(g Guard, key partKey, mapper meta.RESTMapper) *guardPart {
 		if id := s.ID(); id != "" {
 			shapes[id] = s
 		}
-		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
 		ns := ""
 		if namespaced {
 			ns = o.Key.Namespace

@@ -97,6 +97,37 @@ func TestBuildIndex(t *testing.T) {
 	}
 }
 
+// The stamp policy matches the resource of every managed object, those of
+// objects no policy decides (enforcement revert, dryrun, off) too; the
+// deny and warn policies only the resources of their modes.
+func TestStampCoversEveryManagedResource(t *testing.T) {
+	snap, err := render.NewSnapshot("https://git.example/a.git", "rev1", []*render.Object{
+		obj("v1", "ConfigMap", "shop", "decided", "", "a.yaml", 1),
+		obj("apps/v1", "Deployment", "shop", "reverted", "revert", "b.yaml", 1),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := BuildIndex([]Guard{{Name: "g", Snapshot: snap}}, mapper())
+	c := Config{Name: "dg", Namespace: "dg-system", GuardUsers: []string{"dg"}, Resources: ix.Resources, Shapes: ix.Shapes}
+	mp, _ := c.StampPolicy()
+	var stamped []string
+	for _, r := range mp.Spec.MatchConstraints.ResourceRules {
+		stamped = append(stamped, r.Resources...)
+	}
+	if strings.Join(stamped, ",") != "configmaps,deployments" {
+		t.Errorf("the stamp policy matches %v, want configmaps and deployments", stamped)
+	}
+	policies, _ := c.Policies()
+	for _, p := range policies {
+		for _, r := range p.Spec.MatchConstraints.ResourceRules {
+			if strings.Contains(strings.Join(r.Resources, ","), "deployments") {
+				t.Errorf("policy %s matches deployments, which no object of which it decides", p.Name)
+			}
+		}
+	}
+}
+
 // A Guard whose snapshot, enforcement and rules did not change keeps its
 // part of the index; a change of any rebuilds it.
 func TestBuilderKeepsParts(t *testing.T) {

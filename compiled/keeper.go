@@ -524,8 +524,12 @@ func (k *Keeper) keepPending(ctx context.Context, guards []Guard, ix *Index) err
 			ix.restoreShape(entryShape(v), recorded)
 			if r, ok := resourceOf(key, v); ok {
 				r.Namespaced = ns != ""
-				if !slices.Contains(ix.Resources, r) {
-					ix.Resources = append(ix.Resources, r)
+				stamped := r
+				stamped.Mode = ""
+				for _, r := range []Resource{r, stamped} {
+					if !slices.Contains(ix.Resources, r) {
+						ix.Resources = append(ix.Resources, r)
+					}
 				}
 			}
 		}

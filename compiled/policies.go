@@ -15,14 +15,16 @@ import (
 )
 
 // Resource is a resource the snapshots hold objects of, in one mode: a
-// resource with objects in both modes is listed twice. Only the policy of
-// a mode some object is in matches a resource: each policy the API server
-// evaluates for a request costs it a conversion of the object and the
-// index (docs/performance.md).
+// resource with objects in both modes is listed twice, and once more with
+// no mode (every resource of a managed object is, for the stamp policy).
+// Only the policy of a mode some object is in matches a resource: each
+// policy the API server evaluates for a request costs it a conversion of
+// the object and the index (docs/performance.md).
 type Resource struct {
 	Group, Resource string
 	Namespaced      bool
-	// Mode is the index mode (deny, warn) of some of its objects.
+	// Mode is the index mode (deny, warn) of some of its objects; "" for
+	// the entry of every managed resource.
 	Mode string
 }
 
@@ -93,9 +95,11 @@ var kinds = []policyKind{
 	{suffix: "deny", mode: "deny", action: admissionregistrationv1.Deny},
 	{suffix: "deny-cluster", mode: "deny", action: admissionregistrationv1.Deny, cluster: true},
 	{suffix: "deny-scale", mode: "deny", action: admissionregistrationv1.Deny, scale: true},
+	{suffix: "deny-cluster-scale", mode: "deny", action: admissionregistrationv1.Deny, cluster: true, scale: true},
 	{suffix: "warn", mode: "warn", action: admissionregistrationv1.Warn},
 	{suffix: "warn-cluster", mode: "warn", action: admissionregistrationv1.Warn, cluster: true},
 	{suffix: "warn-scale", mode: "warn", action: admissionregistrationv1.Warn, scale: true},
+	{suffix: "warn-cluster-scale", mode: "warn", action: admissionregistrationv1.Warn, cluster: true, scale: true},
 }
 
 // Policies returns the policies and bindings for c, in a stable order.
@@ -118,7 +122,7 @@ func (c Config) Policies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy
 func (c Config) rules(k policyKind) []admissionregistrationv1.NamedRuleWithOperations {
 	byGroup := map[string][]string{}
 	for _, r := range c.Resources {
-		if r.Namespaced == k.cluster || (k.scale && !r.Namespaced) || (k.mode != "" && r.Mode != k.mode) {
+		if r.Namespaced == k.cluster || r.Mode != k.mode {
 			continue
 		}
 		res := r.Resource

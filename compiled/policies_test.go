@@ -36,7 +36,7 @@ func TestMatchConditionsNameNoVariable(t *testing.T) {
 					}
 				}
 			}
-			if want := 5; refusing != want { // deny, deny-cluster, deny-scale, warn, warn-scale
+			if want := 6; refusing != want { // deny, deny-cluster, deny-scale, deny-cluster-scale, warn, warn-scale
 				t.Errorf("%d policies with a refused condition, want %d", refusing, want)
 			}
 			mp, _ := c.StampPolicy()
@@ -47,4 +47,29 @@ func TestMatchConditionsNameNoVariable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A scale write of a cluster-scoped object (a custom resource with a scale
+// subresource) is decided as a namespaced one's, by the cluster index.
+func TestClusterScopedScale(t *testing.T) {
+	c := Config{Name: "dg", Namespace: "dg-system", GuardUsers: []string{"dg"},
+		Resources: []Resource{{Group: "example.com", Resource: "widgets", Mode: "deny"}}}
+	policies, bindings := c.Policies()
+	for i, p := range policies {
+		if p.Name != "dg-deny-cluster-scale" {
+			continue
+		}
+		rules := p.Spec.MatchConstraints.ResourceRules
+		if len(rules) != 1 || strings.Join(rules[0].Resources, ",") != "widgets/scale" || len(rules[0].Operations) != 1 || rules[0].Operations[0] != "UPDATE" {
+			t.Errorf("rules %+v, want UPDATE of widgets/scale", rules)
+		}
+		if p.Spec.MatchConstraints.ObjectSelector != nil {
+			t.Error("an object selector on a scale policy: a Scale has no labels")
+		}
+		if ref := bindings[i].Spec.ParamRef; ref == nil || ref.Name != c.ClusterIndexName() || ref.Namespace != c.Namespace {
+			t.Errorf("bound to %+v, want the cluster index", ref)
+		}
+		return
+	}
+	t.Error("no policy decides scale writes of a cluster-scoped resource")
 }

@@ -382,8 +382,9 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 	// the annotation may come from before the object was managed (a
 	// create, which anyone may annotate). (Times have whole seconds: a
 	// write in the same second as the guard's counts as after it.) And in
-	// a namespace its binding leaves out, anyone writes it.
-	if w.APIServerStamps != nil && w.APIServerStamps(live.GetNamespace()) && newestSubresource == "" && !newestSpec.IsZero() && !newestGuard.After(newestSpec) {
+	// a namespace its binding leaves out, or on a resource it does not
+	// match, anyone writes it.
+	if w.APIServerStamps != nil && w.APIServerStamps(live.GetNamespace(), live.GroupVersionKind()) && newestSubresource == "" && !newestSpec.IsZero() && !newestGuard.After(newestSpec) {
 		if u := live.GetAnnotations()[v1alpha1.APIServerChangedByAnnotation]; u != "" {
 			who.user, who.verified = u, true
 		}

@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/render"
@@ -97,14 +98,19 @@ func TestAttributeAPIServerStamp(t *testing.T) {
 		{"the guard's apply in the same second", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(0)}, {Manager: "driftguard", Operation: "Apply", Time: at(0)}}, "alice"},
 		{"a write after the guard's apply", []metav1.ManagedFieldsEntry{{Manager: "driftguard", Operation: "Apply", Time: at(0)}, {Manager: "kubectl-patch", Time: at(time.Minute)}}, "alice"},
 		{"a namespace the policy's binding leaves out", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(time.Minute)}}, "unknown"},
+		{"a resource the policy does not match", []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", Time: at(time.Minute)}}, "unknown"},
 	}
-	// The stamp policy's binding leaves out namespace "excluded".
-	w := &Watcher{APIServerStamps: func(ns string) bool { return ns != "excluded" }}
+	// The stamp policy's binding leaves out namespace "excluded"; it
+	// matches ConfigMaps, not Secrets.
+	w := &Watcher{APIServerStamps: func(ns string, gvk schema.GroupVersionKind) bool { return ns != "excluded" && gvk.Kind == "ConfigMap" }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u := &unstructured.Unstructured{Object: map[string]any{}}
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
 			if strings.Contains(tt.name, "leaves out") {
 				u.SetNamespace("excluded")
+			}
+			if strings.Contains(tt.name, "does not match") {
+				u.SetKind("Secret")
 			}
 			u.SetManagedFields(tt.managers)
 			u.SetAnnotations(map[string]string{v1alpha1.APIServerChangedByAnnotation: "alice"})

@@ -62,8 +62,8 @@ type Watcher struct {
 	// APIServerStamps reports whether the API server's own stamp
 	// (v1alpha1.APIServerChangedByAnnotation, written by the compiled
 	// MutatingAdmissionPolicy on every update) is in force for the objects
-	// of a namespace, and so names the last writer; nil: never.
-	APIServerStamps func(namespace string) bool
+	// of a kind in a namespace, and so names the last writer; nil: never.
+	APIServerStamps func(namespace string, gvk schema.GroupVersionKind) bool
 	// Changed, when set, is told of each guard whose set of drifted objects changed.
 	Changed func(guard string)
 	// HealthChanged, when set, is told of each guard one of whose objects

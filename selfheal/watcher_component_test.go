@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -382,7 +383,7 @@ func addWatcher(mgr ctrl.Manager, cfg *rest.Config, auditLog *audit.Logger, log 
 	w := &selfheal.Watcher{
 		Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Store: render.NewStore(), Applier: applier,
 		Policy: policy.NewEngine(policy.Config{GuardUsers: []string{"driftguard"}}, log.WithName("policy")), Settings: guards,
-		Audit: auditLog, LabelKey: apply.GuardLabel, APIServerStamps: func(string) bool { return true }, Log: log.WithName("drift"),
+		Audit: auditLog, LabelKey: apply.GuardLabel, APIServerStamps: func(string, schema.GroupVersionKind) bool { return true }, Log: log.WithName("drift"),
 	}
 	applier.Live = w
 	return w, applier, mgr.Add(w)

@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -123,11 +124,51 @@ func commit(t *testing.T, repo *gitserver.Repo, message string, files map[string
 	return rev
 }
 
+// createWidgetCRD defines Widget (example.com/v1): cluster-scoped, with a
+// scale subresource.
+func createWidgetCRD(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	integer := apiextensionsv1.JSONSchemaProps{Type: "integer"}
+	replicas := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": integer}}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.ClusterScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": replicas, "status": replicas}}},
+				Subresources: &apiextensionsv1.CustomResourceSubresources{
+					Scale: &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}},
+			}},
+		},
+	}
+	if err := admin.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 30*time.Second, "the Widget CRD established", func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+			return err
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		return errors.New("not established")
+	})
+}
+
 // When the guard is back, a new revision reaches the index.
 func TestProtectionWithoutTheGuard(t *testing.T) {
 	const ns, guard = "shop", "shop"
 	ctx := context.Background()
+	createWidgetCRD(t)
 	repo, rev := gitNamespace(t, ns, map[string]string{
+		// Cluster-scoped, with a scale subresource.
+		"widgets/big.yaml":     "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: big\nspec:\n  replicas: 1\n",
 		"config/settings.yaml": configMap(ns, "settings", "  a: \"1\"\n"),
 		"config/tuned.yaml":    configMap(ns, "tuned", "  tuned: \"1\"\n  other: \"1\"\n"),
 		"apps/web.yaml":        deployment(ns, "web", 2),
@@ -235,6 +276,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 		for _, args := range [][]string{
 			{"patch", "configmap", "settings", "--dry-run=server", "--type=merge", "-p", `{"data":{"a":"probe"}}`},
 			{"label", "clusterrole", ns + ":reader", "probe=1", "--dry-run=server"},
+			{"scale", "widget", "big", "--replicas=7", "--dry-run=server"},
 		} {
 			err := kubectl(args...)
 			if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
@@ -254,6 +296,7 @@ func TestProtectionWithoutTheGuard(t *testing.T) {
 	_, _, err := cluster.Kubectl(ctx, aliceKubeconfig, "delete", "--raw", "/api/v1/namespaces/"+ns+"/configmaps?fieldSelector=metadata.name%3Dsettings")
 	denied("a delete of a collection", "config/settings.yaml:1", err)
 	denied("kubectl label of a cluster-scoped object with a colon in its name", "rbac/reader.yaml:1", kubectl("label", "clusterrole", ns+":reader", "team=eve"))
+	denied("kubectl scale of a cluster-scoped custom resource", "widgets/big.yaml:1", kubectl("scale", "widget", "big", "--replicas=5"))
 	denied("kubectl set image", "apps/web.yaml:1", kubectl("set", "image", "deployment/web", "app=nginx:1.28"))
 	denied("kubectl patch of a field no ignore rule hides", "config/tuned.yaml:1",
 		kubectl("patch", "configmap", "tuned", "--type=merge", "-p", `{"data":{"other":"2"}}`))
