@@ -42,6 +42,10 @@ type jsonDecoder struct {
 	lim   Limits
 	depth int   // objects and arrays open
 	text  int64 // bytes of keys and strings
+	nodes int   // values and keys decoded
+	// lineOff and line: the line of offset lineOff, where lineAt last
+	// counted to (offsets only grow while decoding).
+	lineOff, line int
 }
 
 // enter opens an object or array that starts at offset start, within the
@@ -49,6 +53,15 @@ type jsonDecoder struct {
 func (d *jsonDecoder) enter(start int) error {
 	if d.depth++; d.depth > d.lim.MaxDepth {
 		return &lineError{line: d.lineAt(start), err: depthError(d.lim.MaxDepth)}
+	}
+	return nil
+}
+
+// addNode counts a decoded value or key, within the limit (MaxYAMLNodes,
+// as the YAML parser's: a 3-byte {} takes about 60 bytes of heap).
+func (d *jsonDecoder) addNode(start int) error {
+	if d.nodes++; d.nodes > d.lim.MaxYAMLNodes {
+		return &lineError{line: d.lineAt(start), err: nodesError(d.lim.MaxYAMLNodes)}
 	}
 	return nil
 }
@@ -76,11 +89,17 @@ func (d *jsonDecoder) nextStart() int {
 	return off
 }
 
+// lineAt is the line of offset off, counted on from the last offset asked
+// (each newline is counted once while decoding goes forward, not again
+// from the start for every value).
 func (d *jsonDecoder) lineAt(off int) int {
-	if off > len(d.data) {
-		off = len(d.data)
+	off = min(off, len(d.data))
+	if off < d.lineOff {
+		d.lineOff, d.line = 0, 0
 	}
-	return bytes.Count(d.data[:off], []byte("\n")) + 1
+	d.line += bytes.Count(d.data[d.lineOff:off], []byte("\n"))
+	d.lineOff = off
+	return d.line + 1
 }
 
 // wrap gives a decoding error the line it happened at.
@@ -104,6 +123,9 @@ func (d *jsonDecoder) wrap(err error) error {
 // member of the top-level object, the lines of that array's elements are
 // stored in lines.
 func (d *jsonDecoder) value(tok json.Token, start int, track func(key string, arr bool) bool, lines *[]int) (any, error) {
+	if err := d.addNode(start); err != nil {
+		return nil, err
+	}
 	switch t := tok.(type) {
 	case json.Delim:
 		if t != '{' && t != '[' {
@@ -155,6 +177,9 @@ func (d *jsonDecoder) object(track func(string, bool) bool, lines *[]int) (map[s
 			return nil, &lineError{line: d.lineAt(start), err: fmt.Errorf("duplicate map key %q", key)}
 		}
 		if err := d.addText(start, len(key)); err != nil {
+			return nil, err
+		}
+		if err := d.addNode(start); err != nil {
 			return nil, err
 		}
 		start = d.nextStart()

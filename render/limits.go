@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"io/fs"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,11 @@ type Limits struct {
 	// MaxDecodedBytes bounds the text one file decodes to: its keys and
 	// scalar values, each alias expansion counted again.
 	MaxDecodedBytes int64
+	// MaxFiles bounds the files and folders one listing of the tree
+	// visits (a folder's walk, the tree Kustomize reads from): a Git tree
+	// names its subtrees by hash, so a few kilobytes of tree objects that
+	// name one folder ten times, ten levels deep, list ten billion paths.
+	MaxFiles int
 	// MaxYAMLNodes bounds the nodes (values, keys, lists, maps) the YAML
 	// parser makes of one file, all its documents together, before any
 	// other limit can look at them: a node takes about 180 bytes of heap,
@@ -57,6 +63,7 @@ func DefaultLimits() Limits {
 		MaxAliasValues:     100_000,
 		MaxDecodedBytes:    64 << 20,
 		MaxYAMLNodes:       1_000_000,
+		MaxFiles:           100_000,
 		HelmTimeout:        30 * time.Second,
 		HelmMaxOutputBytes: 64 << 20,
 		HelmMaxMemoryBytes: 256 << 20,
@@ -99,6 +106,7 @@ func (l Limits) over(base Limits) Limits {
 		MaxAliasValues:     int(pick(int64(l.MaxAliasValues), int64(base.MaxAliasValues))),
 		MaxDecodedBytes:    pick(l.MaxDecodedBytes, base.MaxDecodedBytes),
 		MaxYAMLNodes:       int(pick(int64(l.MaxYAMLNodes), int64(base.MaxYAMLNodes))),
+		MaxFiles:           int(pick(int64(l.MaxFiles), int64(base.MaxFiles))),
 		HelmTimeout:        time.Duration(pick(int64(l.HelmTimeout), int64(base.HelmTimeout))),
 		HelmMaxOutputBytes: pick(l.HelmMaxOutputBytes, base.HelmMaxOutputBytes),
 		HelmMaxMemoryBytes: pick(l.HelmMaxMemoryBytes, base.HelmMaxMemoryBytes),
@@ -113,6 +121,7 @@ const (
 	flagMaxAliases     = "render-max-yaml-aliases"
 	flagMaxDecodedSize = "render-max-decoded-size"
 	flagMaxYAMLNodes   = "render-max-yaml-nodes"
+	flagMaxFiles       = "render-max-files"
 	flagHelmTimeout    = "render-helm-timeout"
 	flagHelmMaxOutput  = "render-helm-max-output"
 	flagHelmMaxMemory  = "render-helm-max-memory"
@@ -126,7 +135,8 @@ func (l *Limits) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&l.MaxDepth, flagMaxDepth, l.MaxDepth, "deepest nesting of objects and lists in a YAML or JSON file (manifests, values, SOPS files)")
 	fs.IntVar(&l.MaxAliasValues, flagMaxAliases, l.MaxAliasValues, "values YAML aliases may add to one file, all its documents together (billion laughs)")
 	fs.Var((*ByteSize)(&l.MaxDecodedBytes), flagMaxDecodedSize, "text (keys and scalars) one YAML or JSON file may decode to, aliases expanded")
-	fs.IntVar(&l.MaxYAMLNodes, flagMaxYAMLNodes, l.MaxYAMLNodes, "values, keys, lists and maps the YAML parser may make of one file (a Helm chart's output counts as one), all its documents together; about 180 bytes of memory each")
+	fs.IntVar(&l.MaxYAMLNodes, flagMaxYAMLNodes, l.MaxYAMLNodes, "values, keys, lists and maps the YAML parser (or the JSON decoder) may make of one file (a Helm chart's output counts as one), all its documents together; about 180 bytes of memory each")
+	fs.IntVar(&l.MaxFiles, flagMaxFiles, l.MaxFiles, "files and folders one listing of the repository's tree may visit (a folder's walk, the tree Kustomize reads from, the policy files of --policy-git)")
 	fs.DurationVar(&l.HelmTimeout, flagHelmTimeout, l.HelmTimeout, "longest a Helm chart may take to render")
 	fs.Var((*ByteSize)(&l.HelmMaxOutputBytes), flagHelmMaxOutput, "most manifests one Helm chart may render")
 	fs.Var((*ByteSize)(&l.HelmMaxMemoryBytes), flagHelmMaxMemory, "most memory the process rendering one Helm chart may use")
@@ -139,7 +149,7 @@ func (l Limits) Validate() error {
 		v    int64
 	}{
 		{flagMaxFileSize, l.MaxFileBytes}, {flagMaxTotalSize, l.MaxTotalBytes}, {flagMaxDepth, int64(l.MaxDepth)},
-		{flagMaxAliases, int64(l.MaxAliasValues)}, {flagMaxDecodedSize, l.MaxDecodedBytes}, {flagMaxYAMLNodes, int64(l.MaxYAMLNodes)}, {flagHelmTimeout, int64(l.HelmTimeout)},
+		{flagMaxAliases, int64(l.MaxAliasValues)}, {flagMaxDecodedSize, l.MaxDecodedBytes}, {flagMaxYAMLNodes, int64(l.MaxYAMLNodes)}, {flagMaxFiles, int64(l.MaxFiles)}, {flagHelmTimeout, int64(l.HelmTimeout)},
 		{flagHelmMaxOutput, l.HelmMaxOutputBytes}, {flagHelmMaxMemory, l.HelmMaxMemoryBytes},
 	} {
 		if c.v <= 0 {
@@ -200,7 +210,7 @@ func depthError(max int) error {
 }
 
 func nodesError(max int) error {
-	return &LimitError{What: fmt.Sprintf("more than %d YAML nodes (values, keys, lists and maps) in the file", max), Flag: flagMaxYAMLNodes, Value: strconv.Itoa(max)}
+	return &LimitError{What: fmt.Sprintf("more than %d nodes (values, keys, lists and maps) in the file", max), Flag: flagMaxYAMLNodes, Value: strconv.Itoa(max)}
 }
 
 func aliasError(max int) error {
@@ -213,6 +223,36 @@ func decodedError(max int64) error {
 
 func fileSizeError(max int64) error {
 	return &LimitError{What: fmt.Sprintf("the file is larger than %s", SizeText(max)), Flag: flagMaxFileSize, Value: SizeText(max)}
+}
+
+// listError is a listing of the tree that visited more than max files
+// and folders.
+func listError(max int) error {
+	return &LimitError{What: fmt.Sprintf("the tree lists more than %d files and folders", max), Flag: flagMaxFiles, Value: strconv.Itoa(max)}
+}
+
+// ProcessLimits are the limits of a render that sets none: the guard's
+// flags (SetLimits) over DefaultLimits.
+func ProcessLimits() Limits { return Limits{}.effective() }
+
+// WalkWithin walks fsys from root as fs.WalkDir does, within the files
+// and folders the process's limits allow (MaxFiles, root included): beyond
+// them it returns a *LimitError.
+func WalkWithin(fsys fs.FS, root string, fn fs.WalkDirFunc) error {
+	return walkWithin(fsys, root, ProcessLimits().MaxFiles, fn)
+}
+
+// FileSizeError is a file larger than max bytes (MaxFileBytes).
+func FileSizeError(max int64) error { return fileSizeError(max) }
+
+func walkWithin(fsys fs.FS, root string, max int, fn fs.WalkDirFunc) error {
+	n := 0
+	return fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if n++; n > max {
+			return listError(max)
+		}
+		return fn(p, d, err)
+	})
 }
 
 func totalSizeError(max int64) error {

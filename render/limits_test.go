@@ -77,6 +77,29 @@ func TestRenderLimits(t *testing.T) {
 		{"a file too large", map[string]string{"a.yaml": cmHead + "data: {x: " + strings.Repeat("y", 2<<20) + "}\n"}, ".", RenderOptions{Limits: small}, "a.yaml", 0, flagMaxFileSize},
 		{"files too large together", map[string]string{"a.yaml": cmHead + "# " + big, "b.yaml": cmHead + "# " + big, "c.yaml": cmHead + "# " + big, "d.yaml": cmHead + "# " + big, "e.yaml": cmHead + "# " + big}, ".", RenderOptions{Limits: small}, "e.yaml", 0, flagMaxTotalSize},
 		{"a variable written too many times", map[string]string{"a.yaml": cmHead + "data:\n" + strings.Repeat("  ${V}: ${V}${V}${V}\n", 1)}, ".", RenderOptions{Vars: map[string]string{"V": strings.Repeat("v", 1<<20)}, Limits: Limits{MaxDecodedBytes: 2 << 20}}, "a.yaml", 1, flagMaxDecodedSize},
+		// ${V//${V:0:0}/R} puts R around every character of V: nested,
+		// the text multiplies by V's length at every level.
+		{"global replacements nested", map[string]string{"a.yaml": cmHead + "data:\n  k: " + func() string {
+			e := "x"
+			for range 12 {
+				e = "${V//${V:0:0}/" + e + "}"
+			}
+			return e
+		}() + "\n"}, ".", RenderOptions{Vars: map[string]string{"V": "abcdefgh"}}, "a.yaml", 1, flagMaxDecodedSize},
+		{"a folder of too many files", func() map[string]string {
+			m := map[string]string{}
+			for i := range 30 {
+				m[fmt.Sprintf("d/cm%d.yaml", i)] = cmHead
+			}
+			return m
+		}(), ".", RenderOptions{Limits: Limits{MaxFiles: 20}}, ".", 0, flagMaxFiles},
+		{"Kustomize: a repository of too many files", func() map[string]string {
+			m := map[string]string{"k/kustomization.yaml": "resources: [cm.yaml]\n", "k/cm.yaml": cmHead}
+			for i := range 30 {
+				m[fmt.Sprintf("elsewhere/f%d.txt", i)] = "x"
+			}
+			return m
+		}(), "k", RenderOptions{Limits: Limits{MaxFiles: 20}}, ".", 0, flagMaxFiles},
 		{"Kustomize: a resource nested too deep", map[string]string{"k/kustomization.yaml": "resources: [a.json]\n", "k/a.json": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": ` + nestedArrays(5000) + "}"}, "k", RenderOptions{}, "k/a.json", 1, flagMaxDepth},
 		{"Kustomize: billion laughs in a resource", map[string]string{"k/kustomization.yaml": "resources: [a.yaml]\n", "k/a.yaml": laughs(1, 7)}, "k", RenderOptions{}, "k/a.yaml", 0, flagMaxAliases},
 		{"Kustomize: billion laughs in a patch", map[string]string{"k/kustomization.yaml": "resources: [cm.yaml]\npatches: [{path: p.yaml}]\n", "k/cm.yaml": cmHead, "k/p.yaml": strings.Replace(laughs(1, 7), "lol0", "x", 1)}, "k", RenderOptions{}, "k/p.yaml", 0, flagMaxAliases},
@@ -217,8 +240,8 @@ func TestLimitFlags(t *testing.T) {
 	}{
 		{nil, DefaultLimits(), ""},
 		{[]string{"--render-max-file-size=1Mi", "--render-max-total-size=1G", "--render-max-depth=50", "--render-max-yaml-aliases=10", "--render-max-decoded-size=500000", "--render-max-yaml-nodes=1000",
-			"--render-helm-timeout=5s", "--render-helm-max-output=2Mi", "--render-helm-max-memory=1Gi"},
-			Limits{MaxFileBytes: 1 << 20, MaxTotalBytes: 1e9, MaxDepth: 50, MaxAliasValues: 10, MaxDecodedBytes: 500000, MaxYAMLNodes: 1000, HelmTimeout: 5 * time.Second, HelmMaxOutputBytes: 2 << 20, HelmMaxMemoryBytes: 1 << 30}, ""},
+			"--render-max-files=500", "--render-helm-timeout=5s", "--render-helm-max-output=2Mi", "--render-helm-max-memory=1Gi"},
+			Limits{MaxFileBytes: 1 << 20, MaxTotalBytes: 1e9, MaxDepth: 50, MaxAliasValues: 10, MaxDecodedBytes: 500000, MaxYAMLNodes: 1000, MaxFiles: 500, HelmTimeout: 5 * time.Second, HelmMaxOutputBytes: 2 << 20, HelmMaxMemoryBytes: 1 << 30}, ""},
 		{[]string{"--render-max-file-size=0"}, Limits{}, "not a positive number of bytes"},
 		{[]string{"--render-max-file-size=lots"}, Limits{}, "render-max-file-size"},
 		{[]string{"--render-max-depth=0"}, Limits{}, "--render-max-depth: must be above 0"},
@@ -265,5 +288,25 @@ func TestHelmProcessThatCannotStart(t *testing.T) {
 	var re *RenderError
 	if err == nil || errors.As(err, &re) || !strings.Contains(err.Error(), "start the process that renders the chart") {
 		t.Fatalf("err = %v (%T), want a failure to start that is not a RenderError", err, err)
+	}
+}
+
+// TestKustomizeReplacementsBound: replacements that copy an object's spec
+// into two fields of itself double it at every entry; the render fails
+// naming the kustomization once the resources pass a million nodes,
+// instead of filling the guard's memory.
+func TestKustomizeReplacementsBound(t *testing.T) {
+	var k strings.Builder
+	k.WriteString("resources: [bomb.yaml]\nreplacements:\n")
+	for range 40 {
+		k.WriteString("- source: {kind: Bomb, name: b, fieldPath: spec}\n  targets:\n  - select: {kind: Bomb, name: b}\n    fieldPaths: [spec.l, spec.r]\n    options: {create: true}\n")
+	}
+	fsys := files("k/kustomization.yaml", k.String(), "k/bomb.yaml", "apiVersion: example.com/v1\nkind: Bomb\nmetadata:\n  name: b\nspec:\n  k: v\n")
+	start := time.Now()
+	_, err := RenderWith(fsys, "k", Source{}, RenderOptions{})
+	t.Logf("%.300v (%s)", err, time.Since(start).Round(time.Millisecond))
+	var re *RenderError
+	if !errors.As(err, &re) || re.Path != "k/kustomization.yaml" || !strings.Contains(err.Error(), "more than 1000000 YAML nodes") {
+		t.Fatalf("err = %v, want the kustomization refused beyond a million nodes", err)
 	}
 }

@@ -111,7 +111,7 @@ func (r *renderer) render(root string) []*Object {
 	// path of the file (the kustomization's for a folder).
 	type unit struct{ path, kustomize string }
 	var units []unit
-	err = fs.WalkDir(r.fsys, root, func(p string, d fs.DirEntry, err error) error {
+	err = walkWithin(r.fsys, root, r.lim.MaxFiles, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			r.fail(&RenderError{Path: p, Err: UnwrapPathError(err)})
 			return nil
@@ -143,6 +143,7 @@ func (r *renderer) render(root string) []*Object {
 	})
 	if err != nil {
 		r.fail(&RenderError{Path: root, Err: err})
+		return nil
 	}
 	sort.Slice(units, func(i, j int) bool { return units[i].path < units[j].path })
 

@@ -41,12 +41,12 @@ type kustomizeFS struct {
 // kustomizeTree lists the tree into Kustomize's file system, once per
 // render.
 func (r *renderer) kustomizeTree() (*kustomizeFS, error) {
-	if r.kfs != nil {
-		return r.kfs, nil
+	if r.kfs != nil || r.kfsErr != nil {
+		return r.kfs, r.kfsErr
 	}
 	k := &kustomizeFS{FileSystem: filesys.MakeFsInMemory(), r: r, content: map[string][]byte{}, raw: map[string][]byte{},
 		written: map[string]bool{}, undecrypted: map[string]error{}}
-	err := fs.WalkDir(r.fsys, ".", func(p string, d fs.DirEntry, err error) error {
+	err := walkWithin(r.fsys, ".", r.lim.MaxFiles, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return &RenderError{Path: p, Err: UnwrapPathError(err)}
 		}
@@ -62,6 +62,7 @@ func (r *renderer) kustomizeTree() (*kustomizeFS, error) {
 		return k.FileSystem.WriteFile("/"+p, nil)
 	})
 	if err != nil {
+		r.kfsErr = err // once per render: every kustomization would list it again
 		return nil, err
 	}
 	r.kfs = k

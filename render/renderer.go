@@ -42,6 +42,7 @@ type renderer struct {
 	sensitive *redact.Sensitive
 
 	kfs      *kustomizeFS       // the tree copied for Kustomize, made once
+	kfsErr   error              // why it could not be
 	fileDocs map[string][]docAt // documents of files, to find an object's line
 }
 

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -69,9 +70,10 @@ func (r *renderer) substitute(o *Object) error {
 		}
 		return fmt.Errorf("variables %s are not set and have no default", strings.Join(missing, ", "))
 	}
-	// A variable named many times is written as many times: the object's
-	// text after substitution is bounded before it is made.
-	if size := int64(len(text)) + r.substitutedSize(tree.Root); size > r.lim.MaxDecodedBytes {
+	// A variable named many times is written as many times, and a global
+	// replacement multiplies: the object's text after substitution is
+	// bounded before it is made.
+	if size := r.substitutedSize(tree.Root); size > r.lim.MaxDecodedBytes {
 		return fmt.Errorf("substitute variables: %w", decodedError(r.lim.MaxDecodedBytes))
 	}
 	done, err := envsubst.Eval(string(text), func(name string) (string, bool) {
@@ -102,22 +104,51 @@ func (r *renderer) substitute(o *Object) error {
 	return nil
 }
 
-// substitutedSize is the bytes the variables n reads add when they are
-// substituted (each value once per reference).
+// substitutedSize bounds the bytes n substitutes to (each value once per
+// reference, a default or replacement counted whole), and what its
+// arguments take on the way. A global replacement puts its replacement
+// at every match, and an empty pattern matches around every character
+// (${V//${V:0:0}/R} is V with R between its characters): nested, that
+// multiplies, so its bound is the value's length plus one, times the
+// replacement's. The sum saturates.
 func (r *renderer) substitutedSize(n parse.Node) int64 {
-	var size int64
 	switch n := n.(type) {
+	case *parse.TextNode:
+		return int64(len(n.Value))
 	case *parse.ListNode:
+		var size int64
 		for _, c := range n.Nodes {
-			size += r.substitutedSize(c)
+			size = addSat(size, r.substitutedSize(c))
 		}
+		return size
 	case *parse.FuncNode:
-		for _, c := range n.Args {
-			size += r.substitutedSize(c)
+		value := int64(len(r.opts.Vars[n.Param]))
+		size := value
+		args := make([]int64, len(n.Args))
+		for i, c := range n.Args {
+			args[i] = r.substitutedSize(c)
+			size = addSat(size, args[i])
 		}
-		size += int64(len(r.opts.Vars[n.Param]))
+		if n.Name == "//" && len(args) == 2 {
+			size = addSat(size, mulSat(value+1, args[1]))
+		}
+		return size
 	}
-	return size
+	return 0
+}
+
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func mulSat(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 // missingVars returns, sorted and once each, the variables n reads that

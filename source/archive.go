@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/driftguard/driftguard/render"
 )
 
 // The default bounds of archives and bucket prefixes (flags of driftguard
@@ -30,9 +32,10 @@ func untar(r io.Reader) (map[string][]byte, error) {
 
 // untarWithin reads a tar.gz archive into files by slash-separated path.
 // Folders are implied; an entry whose path leaves the archive, a link, a
-// device or a path both a file and a folder is an error, as is an archive
-// of more than maxBytes unpacked or more than maxEntries files (a
-// *render.LimitError), found before the entry beyond them is read.
+// device or a path both a file and a folder is an error, as is a path
+// longer than maxEntryPath, an archive of more than maxBytes unpacked or
+// more than maxEntries files and folders (a *render.LimitError), found
+// before the entry beyond them is read.
 func untarWithin(r io.Reader, maxBytes int64, maxEntries int) (map[string][]byte, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
@@ -70,14 +73,20 @@ func untarWithin(r io.Reader, maxBytes int64, maxEntries int) (map[string][]byte
 		if dirs[name] {
 			return nil, fmt.Errorf("entry %s is a file and the folder of an entry before it", hdr.Name)
 		}
+		// Folders count with files: a path of thousands of folders is
+		// thousands of entries to keep (and walking up each is the path's
+		// length again).
 		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
 			if _, ok := files[d]; ok {
 				return nil, fmt.Errorf("entry %s is below %s, which is a file", hdr.Name, d)
 			}
+			if len(files)+len(dirs) >= maxEntries {
+				return nil, entriesError(maxEntries)
+			}
 			dirs[d] = true
 		}
-		if len(files) >= maxEntries {
-			return nil, FilesError("the archive", maxEntries)
+		if len(files)+len(dirs) >= maxEntries {
+			return nil, entriesError(maxEntries)
 		}
 		total += hdr.Size
 		if hdr.Size < 0 || total > maxBytes {
@@ -92,8 +101,21 @@ func untarWithin(r io.Reader, maxBytes int64, maxEntries int) (map[string][]byte
 	return files, nil
 }
 
+// maxEntryPath bounds the path of an archive entry (Linux's PATH_MAX).
+const maxEntryPath = 4096
+
+// entriesError is an archive of more than max files and folders.
+func entriesError(max int) *render.LimitError {
+	e := FilesError("the archive", max)
+	e.What += " and folders"
+	return e
+}
+
 // entryPath cleans the path of an archive entry; "" is the root.
 func entryPath(name string) (string, error) {
+	if len(name) > maxEntryPath {
+		return "", fmt.Errorf("entry %.64s… has a path of %d bytes, more than %d", name, len(name), maxEntryPath)
+	}
 	p := path.Clean(strings.TrimPrefix(strings.ReplaceAll(name, "\\", "/"), "./"))
 	if p == "." {
 		return "", nil

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,16 @@ func TestUntar(t *testing.T) {
 		{"truncated", tgz(t, entry{"a.yaml", tar.TypeReg, strings.Repeat("a", 4096)})[:40], nil, ""},
 		{"a file, then below it", tgz(t, entry{"a", tar.TypeReg, "x"}, entry{"a/b.yaml", tar.TypeReg, "y"}), nil, "entry a/b.yaml is below a, which is a file"},
 		{"a file, then as a folder", tgz(t, entry{"c/a/b.yaml", tar.TypeReg, "y"}, entry{"./c/a", tar.TypeReg, "x"}), nil, "entry ./c/a is a file and the folder of an entry before it"},
+		{"a path longer than PATH_MAX", tgz(t, entry{strings.Repeat("a/", 2100) + "f.yaml", tar.TypeReg, "x"}), nil, "has a path of 4206 bytes, more than 4096"},
+		// Each folder is kept, and each path walked up to its root: the
+		// folders count with the files.
+		{"paths thousands of folders deep", func() []byte {
+			var es []entry
+			for i := range 20 {
+				es = append(es, entry{fmt.Sprintf("t%d/%sf.yaml", i, strings.Repeat("a/", 1500)), tar.TypeReg, ""})
+			}
+			return tgz(t, es...)
+		}(), nil, "the archive holds more than 20000 files and folders"},
 		{"the same file twice: the last", tgz(t, entry{"a.yaml", tar.TypeReg, "1"}, entry{"./a.yaml", tar.TypeReg, "2"}, entry{"sub/a.yaml", tar.TypeReg, "3"}), []string{"a.yaml", "sub/a.yaml"}, ""},
 	}
 	for _, tt := range tests {

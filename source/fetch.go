@@ -384,8 +384,8 @@ func (f *GitFetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash 
 		opts.RefSpecs = []config.RefSpec{config.RefSpec(hash.String() + ":refs/driftguard/" + hash.String())}
 	}
 	// What the server sends is written to the cache as it arrives, within
-	// --source-max-fetch-size.
-	rr.budget.start(f.opts.MaxFetchBytes)
+	// --source-max-fetch-size and --git-max-object-size.
+	rr.budget.start(f.opts.MaxFetchBytes, f.opts.MaxObjectBytes)
 	defer rr.budget.stop()
 	err := rr.repo.FetchContext(ctx, opts)
 	if errors.Is(err, git.ErrExactSHA1NotSupported) {
@@ -393,7 +393,7 @@ func (f *GitFetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash 
 		// branch and tag in full and look for it there.
 		opts.Depth = 0
 		opts.RefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
-		rr.budget.start(f.opts.MaxFetchBytes)
+		rr.budget.start(f.opts.MaxFetchBytes, f.opts.MaxObjectBytes)
 		err = rr.repo.FetchContext(ctx, opts)
 		if _, cerr := rr.repo.CommitObject(hash); cerr != nil && (err == nil || errors.Is(err, git.NoErrAlreadyUpToDate)) && isShallow(rr) {
 			// A shallow cache whose branches are up to date brings nothing
@@ -401,13 +401,17 @@ func (f *GitFetcher) commit(ctx context.Context, rr *remoteRepo, u string, hash 
 			if err := f.emptyCache(rr, u, "an older commit asked for by SHA"); err != nil {
 				return nil, err
 			}
-			rr.budget.start(f.opts.MaxFetchBytes)
+			rr.budget.start(f.opts.MaxFetchBytes, f.opts.MaxObjectBytes)
 			err = rr.repo.FetchContext(ctx, opts)
 		}
 	}
 	if rr.budget.over.Load() {
 		removeTempPacks(rr.fs)
 		return nil, FetchSizeError("the pack the server sent", f.opts.MaxFetchBytes)
+	}
+	if rr.budget.objectOver.Load() {
+		removeTempPacks(rr.fs)
+		return nil, ObjectSizeError(f.opts.MaxObjectBytes)
 	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil, fmt.Errorf("fetch %s: %w", hash, err)

@@ -21,15 +21,20 @@ import (
 var errOverBudget = errors.New("the fetch went beyond its size limit")
 
 // budget is the bytes a fetch may still write to the cache; writes are
-// counted only while a fetch runs (between start and stop).
+// counted only while a fetch runs (between start and stop). The packs it
+// writes are read as they are written: an object that inflates to more
+// than maxObject bytes fails the write (objectOver).
 type budget struct {
-	active, over atomic.Bool
-	left         atomic.Int64
+	active, over, objectOver atomic.Bool
+	left                     atomic.Int64
+	maxObject                atomic.Int64
 }
 
-func (b *budget) start(n int64) {
+func (b *budget) start(n, maxObject int64) {
 	b.left.Store(n)
+	b.maxObject.Store(maxObject)
 	b.over.Store(false)
+	b.objectOver.Store(false)
 	b.active.Store(true)
 }
 
@@ -64,7 +69,13 @@ func (fs budgetFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File
 
 func (fs budgetFS) TempFile(dir, prefix string) (billy.File, error) {
 	f, err := fs.Filesystem.TempFile(dir, prefix)
-	return fs.wrap(f, err)
+	if err != nil || !fs.b.active.Load() || !strings.HasPrefix(prefix, "tmp_pack") {
+		return fs.wrap(f, err)
+	}
+	// go-git's filesystem storage writes a fetched pack to a temporary
+	// file, and inflates each of its objects whole while it indexes it:
+	// the scanner refuses an object too large before that.
+	return budgetFile{File: f, b: fs.b, scan: newPackScanner(fs.b.maxObject.Load(), &fs.b.objectOver)}, nil
 }
 
 func (fs budgetFS) wrap(f billy.File, err error) (billy.File, error) {
@@ -76,14 +87,27 @@ func (fs budgetFS) wrap(f billy.File, err error) (billy.File, error) {
 
 type budgetFile struct {
 	billy.File
-	b *budget
+	b    *budget
+	scan *packScanner // of a pack being fetched
 }
 
 func (f budgetFile) Write(p []byte) (int, error) {
 	if !f.b.take(len(p)) {
 		return 0, errOverBudget
 	}
+	if f.scan != nil {
+		if err := f.scan.write(p); err != nil {
+			return 0, err
+		}
+	}
 	return f.File.Write(p)
+}
+
+func (f budgetFile) Close() error {
+	if f.scan != nil {
+		f.scan.close()
+	}
+	return f.File.Close()
 }
 
 // removeTempPacks removes what a fetch that failed left of its pack.

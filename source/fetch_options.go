@@ -31,6 +31,11 @@ type FetchOptions struct {
 	MaxUnpackedBytes int64
 	// MaxFiles bounds the files of an archive or bucket prefix.
 	MaxFiles int
+	// MaxObjectBytes bounds one object of a Git pack, inflated: go-git
+	// inflates each object whole (in a buffer that grows to twice its
+	// size) while it indexes a fetched pack, so a gigabyte of zeros, a
+	// megabyte on the wire, took a gigabyte of the guard's memory.
+	MaxObjectBytes int64
 	// MaxCachePacks bounds the Git cache of one repository: each fetch of
 	// a new commit adds a pack to it, and a cache that holds this many is
 	// emptied before the next fetch, which then takes only the commit
@@ -42,7 +47,7 @@ type FetchOptions struct {
 
 // DefaultFetchOptions are the options when nothing else is set.
 func DefaultFetchOptions() FetchOptions {
-	return FetchOptions{MaxFetchBytes: 256 << 20, MaxUnpackedBytes: 256 << 20, MaxFiles: 20_000, MaxCachePacks: DefaultMaxCachePacks}
+	return FetchOptions{MaxFetchBytes: 256 << 20, MaxUnpackedBytes: 256 << 20, MaxFiles: 20_000, MaxObjectBytes: 64 << 20, MaxCachePacks: DefaultMaxCachePacks}
 }
 
 // The flags of the fetch options, named in errors.
@@ -51,6 +56,7 @@ const (
 	FlagSourceMaxFetchSize = "source-max-fetch-size"
 	FlagSourceMaxUnpacked  = "source-max-unpacked-size"
 	FlagSourceMaxFiles     = "source-max-files"
+	FlagGitMaxObjectSize   = "git-max-object-size"
 	FlagGitCacheMaxPacks   = "git-cache-max-packs"
 )
 
@@ -68,6 +74,7 @@ func (o *FetchOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.Var((*render.ByteSize)(&o.MaxFetchBytes), FlagSourceMaxFetchSize, "most bytes one revision of a source downloads: a Git pack, an OCI layer, a chart archive, a bucket prefix's objects in all")
 	fs.Var((*render.ByteSize)(&o.MaxUnpackedBytes), FlagSourceMaxUnpacked, "most bytes the files of an OCI artifact or chart archive unpack to, or a bucket prefix lists")
 	fs.IntVar(&o.MaxFiles, FlagSourceMaxFiles, o.MaxFiles, "most files an OCI artifact, chart archive or bucket prefix holds")
+	fs.Var((*render.ByteSize)(&o.MaxObjectBytes), FlagGitMaxObjectSize, "largest object (a file, a tree) of a fetched Git pack, inflated; go-git holds each whole, twice over, while it indexes the pack")
 	fs.IntVar(&o.MaxCachePacks, FlagGitCacheMaxPacks, o.MaxCachePacks, "most packs the Git cache of one repository holds (each fetch of a new commit adds one); a full cache is emptied and the next fetch takes only the commit it needs")
 }
 
@@ -76,7 +83,7 @@ func (o FetchOptions) Validate() error {
 	for _, c := range []struct {
 		flag string
 		v    int64
-	}{{FlagSourceMaxFetchSize, o.MaxFetchBytes}, {FlagSourceMaxUnpacked, o.MaxUnpackedBytes}, {FlagSourceMaxFiles, int64(o.MaxFiles)}, {FlagGitCacheMaxPacks, int64(o.MaxCachePacks)}} {
+	}{{FlagSourceMaxFetchSize, o.MaxFetchBytes}, {FlagSourceMaxUnpacked, o.MaxUnpackedBytes}, {FlagSourceMaxFiles, int64(o.MaxFiles)}, {FlagGitMaxObjectSize, o.MaxObjectBytes}, {FlagGitCacheMaxPacks, int64(o.MaxCachePacks)}} {
 		if c.v <= 0 {
 			return fmt.Errorf("--%s: must be above 0", c.flag)
 		}
@@ -96,6 +103,9 @@ func (o FetchOptions) withDefaults() FetchOptions {
 	if o.MaxFiles <= 0 {
 		o.MaxFiles = d.MaxFiles
 	}
+	if o.MaxObjectBytes <= 0 {
+		o.MaxObjectBytes = d.MaxObjectBytes
+	}
 	if o.MaxCachePacks <= 0 {
 		o.MaxCachePacks = d.MaxCachePacks
 	}
@@ -106,6 +116,11 @@ func (o FetchOptions) withDefaults() FetchOptions {
 // what was downloaded ("the pack of commit 1a2b3c4").
 func FetchSizeError(what string, max int64) *render.LimitError {
 	return &render.LimitError{What: fmt.Sprintf("%s is larger than %s", what, render.SizeText(max)), Flag: FlagSourceMaxFetchSize, Value: render.SizeText(max)}
+}
+
+// ObjectSizeError is a Git object beyond --git-max-object-size.
+func ObjectSizeError(max int64) *render.LimitError {
+	return &render.LimitError{What: fmt.Sprintf("an object of the pack the server sent inflates to more than %s", render.SizeText(max)), Flag: FlagGitMaxObjectSize, Value: render.SizeText(max)}
 }
 
 // UnpackedSizeError is an archive or bucket prefix beyond

@@ -131,7 +131,8 @@ func TestFetchOptionsValidate(t *testing.T) {
 		{"no fetch size", FetchOptions{MaxUnpackedBytes: 1, MaxFiles: 1}, "--source-max-fetch-size: must be above 0"},
 		{"no unpacked size", FetchOptions{MaxFetchBytes: 1, MaxFiles: 1}, "--source-max-unpacked-size: must be above 0"},
 		{"no files", FetchOptions{MaxFetchBytes: 1, MaxUnpackedBytes: 1}, "--source-max-files: must be above 0"},
-		{"no cache packs", FetchOptions{MaxFetchBytes: 1, MaxUnpackedBytes: 1, MaxFiles: 1}, "--git-cache-max-packs: must be above 0"},
+		{"no object size", FetchOptions{MaxFetchBytes: 1, MaxUnpackedBytes: 1, MaxFiles: 1}, "--git-max-object-size: must be above 0"},
+		{"no cache packs", FetchOptions{MaxFetchBytes: 1, MaxUnpackedBytes: 1, MaxFiles: 1, MaxObjectBytes: 1}, "--git-cache-max-packs: must be above 0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.o.Validate()

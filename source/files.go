@@ -12,7 +12,8 @@ import (
 )
 
 // Files returns the files below dir (recursively, hidden files and folders
-// left out) whose name match accepts, at a revision that an earlier Fetch
+// left out) whose name match accepts, within the render limits' files
+// listed and file size (render.ProcessLimits), at a revision that an earlier Fetch
 // of req (its URL with its credentials) brought into the cache. Keys are
 // paths from the repository root.
 func (f *GitFetcher) Files(req Request, revision, dir string, match func(name string) bool) (map[string]string, error) {
@@ -34,7 +35,8 @@ func (f *GitFetcher) Files(req Request, revision, dir string, match func(name st
 	fsys := TreeFS(tree, commit.Committer.When)
 	root := render.CleanDir(dir)
 	out := map[string]string{}
-	err = fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+	maxBytes := render.ProcessLimits().MaxFileBytes
+	err = render.WalkWithin(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, render.UnwrapPathError(err))
 		}
@@ -47,6 +49,10 @@ func (f *GitFetcher) Files(req Request, revision, dir string, match func(name st
 		}
 		if !d.Type().IsRegular() || !match(name) {
 			return nil
+		}
+		// The size first: a blob is inflated only when read.
+		if info, err := fs.Stat(fsys, p); err == nil && info.Size() > maxBytes {
+			return fmt.Errorf("read %s: %w", p, render.FileSizeError(maxBytes))
 		}
 		b, err := fs.ReadFile(fsys, p)
 		if err != nil {

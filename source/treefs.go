@@ -47,12 +47,12 @@ func (t *treeFS) Open(name string) (fs.File, error) {
 		if err != nil {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
-		r, err := f.Reader()
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
-		}
 		info.size = f.Size
-		return &treeFile{info: info, r: r}, nil
+		// The content is read at the first Read, not here: go-git
+		// inflates a blob whole when its reader opens, and a reader that
+		// checks Stat's size first (the render's file-size limit) must
+		// not pay for a gigabyte committed as a megabyte of zeros.
+		return &treeFile{info: info, file: f}, nil
 	}
 	return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("not a regular file (mode %s)", entry.Mode)}
 }
@@ -99,12 +99,29 @@ func (i treeInfo) Info() (fs.FileInfo, error) { return i, nil }
 
 type treeFile struct {
 	info treeInfo
-	r    io.ReadCloser
+	file *object.File
+	r    io.ReadCloser // opened at the first Read
 }
 
 func (f *treeFile) Stat() (fs.FileInfo, error) { return f.info, nil }
-func (f *treeFile) Read(p []byte) (int, error) { return f.r.Read(p) }
-func (f *treeFile) Close() error               { return f.r.Close() }
+
+func (f *treeFile) Read(p []byte) (int, error) {
+	if f.r == nil {
+		r, err := f.file.Reader()
+		if err != nil {
+			return 0, &fs.PathError{Op: "read", Path: f.info.name, Err: err}
+		}
+		f.r = r
+	}
+	return f.r.Read(p)
+}
+
+func (f *treeFile) Close() error {
+	if f.r == nil {
+		return nil
+	}
+	return f.r.Close()
+}
 
 type treeDir struct {
 	info treeInfo

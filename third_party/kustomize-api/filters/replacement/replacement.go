@@ -20,6 +20,12 @@ type Filter struct {
 	Replacements []types.Replacement `json:"replacements,omitempty" yaml:"replacements,omitempty"`
 }
 
+// MaxNodes bounds the YAML nodes of the resources replacements leave
+// (driftguard): each replacement copies its source into every target, so
+// a list of replacements that copy a field into two fields of its own
+// object doubles it at every entry.
+const MaxNodes = 1_000_000
+
 // Filter replaces values of targets with values from sources
 func (f Filter) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
 	for i, r := range f.Replacements {
@@ -34,8 +40,30 @@ func (f Filter) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
 		if err != nil {
 			return nil, err
 		}
+		if n := countNodes(nodes); n > MaxNodes {
+			return nil, fmt.Errorf("replacement %d makes the resources more than %d YAML nodes", i+1, MaxNodes)
+		}
 	}
 	return nodes, nil
+}
+
+// countNodes counts the YAML nodes of nodes, stopping past MaxNodes.
+func countNodes(nodes []*yaml.RNode) int {
+	n := 0
+	var walk func(y *yaml.Node)
+	walk = func(y *yaml.Node) {
+		if y == nil || n > MaxNodes {
+			return
+		}
+		n++
+		for _, c := range y.Content {
+			walk(c)
+		}
+	}
+	for _, rn := range nodes {
+		walk(rn.YNode())
+	}
+	return n
 }
 
 func getReplacement(nodes []*yaml.RNode, r *types.Replacement) (*yaml.RNode, error) {
