@@ -4,16 +4,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/driftguard/driftguard/jsonvalue"
 )
 
 // ControlPlaneManagers are the field managers of the control plane's own
 // writes to objects (a Deployment's revision annotation, replicas the
-// autoscaler sets where Git sets none). What they own is not an addition.
-// A name is the writer's claim: with the admission webhook up, a person who
-// borrows one is decided at admission like anyone else; the drift watcher,
-// which sees only the name, is the layer for changes that got past it.
+// autoscaler sets where Git sets none). What they own is not an addition,
+// unless a verified person wrote the object's newest change under one of
+// them (Options.BorrowedSince): a name is the writer's claim.
 var ControlPlaneManagers = []string{"kube-controller-manager", "kube-scheduler", "kubelet", "kube-apiserver"}
 
 // Additions returns what someone added to live that Git does not set: every
@@ -44,8 +44,9 @@ func Additions(desired, live map[string]any, guard string, opts Options) []Chang
 	for _, e := range entries {
 		entry, _ := e.(map[string]any)
 		manager, _ := entry["manager"].(string)
-		if sub, _ := entry["subresource"].(string); sub != "" || manager == guard ||
-			slices.Contains(ControlPlaneManagers, manager) || slices.Contains(managers, manager) {
+		reserved := manager == guard || slices.Contains(ControlPlaneManagers, manager)
+		if sub, _ := entry["subresource"].(string); sub != "" || slices.Contains(managers, manager) ||
+			reserved && !borrowed(entry, opts.BorrowedSince) {
 			continue
 		}
 		fields := entry["fieldsV1"]
@@ -62,6 +63,17 @@ func Additions(desired, live map[string]any, guard string, opts Options) []Chang
 	}
 	slices.SortFunc(a.changes, func(x, y Change) int { return -comparePaths(x.Path, y.Path) })
 	return a.changes
+}
+
+// borrowed reports whether a managed-fields entry was written at or after
+// since (its time has whole seconds), since set.
+func borrowed(entry map[string]any, since time.Time) bool {
+	if since.IsZero() {
+		return false
+	}
+	stamp, _ := entry["time"].(string)
+	t, err := time.Parse(time.RFC3339, stamp)
+	return err == nil && !t.Before(since.Truncate(time.Second))
 }
 
 // adder walks a manager's field set through live and desired; comparer.tokens

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestAdditions(t *testing.T) {
@@ -34,42 +35,52 @@ func TestAdditions(t *testing.T) {
 		return l
 	}
 	guard := entry("driftguard", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)
+	at := func(e map[string]any, t string) map[string]any { e["time"] = t; return e }
+	sidecar := `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1"},{"name":"tap","image":"evil"}]}}}}`
+	sidecarFields := `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"tap\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`
+	personAt := time.Date(2026, 12, 5, 10, 0, 5, 400_000_000, time.UTC)
 	tests := []struct {
 		name  string
 		live  map[string]any
 		rules []RuleSpec
+		since time.Time // Options.BorrowedSince
 		want  []string
 	}{
-		{"nothing added", live("", guard), nil, nil},
+		{"nothing added", live("", guard), nil, time.Time{}, nil},
 		{"hostNetwork by kubectl", live(`{"spec":{"template":{"spec":{"hostNetwork":true}}}}`, guard,
-			entry("kubectl-patch", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), nil,
+			entry("kubectl-patch", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), nil, time.Time{},
 			[]string{"/spec/template/spec/hostNetwork"}},
 		{"sidecar container, second in the list", live(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1"},{"name":"tap","image":"evil"}]}}}}`, guard,
-			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"tap\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)), nil,
+			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"tap\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)), nil, time.Time{},
 			[]string{"/spec/template/spec/containers/1"}},
 		{"field added in a Git container", live(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1","command":["sh"]}]}}}}`, guard,
-			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:command":{}}}}}}}`)), nil,
+			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:command":{}}}}}}}`)), nil, time.Time{},
 			[]string{"/spec/template/spec/containers/0/command"}},
 		{"owner reference beside the controller's", live(`{"metadata":{"ownerReferences":[{"uid":"a","name":"rs"},{"uid":"b","name":"mine"}]}}`, guard,
 			entry("kube-controller-manager", "", `{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"a\"}":{}}}}`),
-			entry("evil", "", `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"b\"}":{}}}}`)), nil,
+			entry("evil", "", `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"b\"}":{}}}}`)), nil, time.Time{},
 			[]string{"/metadata/ownerReferences/1"}},
 		{"finalizer", live(`{"metadata":{"finalizers":["x/y"]}}`, guard,
-			entry("kubectl-patch", "", `{"f:metadata":{"f:finalizers":{".":{},"v:\"x/y\"":{}}}}`)), nil,
+			entry("kubectl-patch", "", `{"f:metadata":{"f:finalizers":{".":{},"v:\"x/y\"":{}}}}`)), nil, time.Time{},
 			[]string{"/metadata/finalizers/0"}},
 		{"annotation, stamp and last-applied", live(`{"metadata":{"annotations":{"team":"x","driftguard.io/changed-by":"{}","kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`, guard,
-			entry("kubectl-annotate", "", `{"f:metadata":{"f:annotations":{".":{},"f:team":{},"f:driftguard.io/changed-by":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}}}`)), nil,
+			entry("kubectl-annotate", "", `{"f:metadata":{"f:annotations":{".":{},"f:team":{},"f:driftguard.io/changed-by":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}}}`)), nil, time.Time{},
 			[]string{"/metadata/annotations/team"}},
 		{"control plane and subresources are not additions", live(`{"metadata":{"annotations":{"deployment.kubernetes.io/revision":"1"}},"spec":{"replicas":4},"status":{"replicas":4}}`, guard,
 			entry("kube-controller-manager", "", `{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}}}`),
 			entry("kube-controller-manager", "status", `{"f:status":{"f:replicas":{}}}`),
-			entry("alice-scaler", "scale", `{"f:spec":{"f:replicas":{}}}`)), nil, nil},
+			entry("alice-scaler", "scale", `{"f:spec":{"f:replicas":{}}}`)), nil, time.Time{}, nil},
 		{"a manager an ignore rule names", live(`{"spec":{"template":{"spec":{"hostNetwork":true}}}}`, guard,
-			entry("tuner", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), []RuleSpec{{ManagedFieldsManagers: []string{"tuner"}}}, nil},
+			entry("tuner", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), []RuleSpec{{ManagedFieldsManagers: []string{"tuner"}}}, time.Time{}, nil},
 		{"a path an ignore rule hides", live(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1","command":["sh"]}]}}}}`, guard,
 			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:command":{}}}}}}}`)),
-			[]RuleSpec{{JSONPointers: []string{"/spec/template/spec/containers/0/command"}}}, nil},
-		{"removed automount is no addition (Compare sees it)", live(`{"spec":{"template":{"spec":{"automountServiceAccountToken":null}}}}`, guard), nil, nil},
+			[]RuleSpec{{JSONPointers: []string{"/spec/template/spec/containers/0/command"}}}, time.Time{}, nil},
+		{"removed automount is no addition (Compare sees it)", live(`{"spec":{"template":{"spec":{"automountServiceAccountToken":null}}}}`, guard), nil, time.Time{}, nil},
+		{"the kubelet's name, written by a verified person", live(sidecar, guard, at(entry("kubelet", "", sidecarFields), "2026-12-05T10:00:05Z")), nil, personAt,
+			[]string{"/spec/template/spec/containers/1"}},
+		{"the guard's name, written by a verified person", live(sidecar, at(entry("driftguard", "", sidecarFields), "2026-12-05T10:00:05Z")), nil, personAt,
+			[]string{"/spec/template/spec/containers/1"}},
+		{"the kubelet's name, before the person's write", live(sidecar, guard, at(entry("kubelet", "", sidecarFields), "2026-12-05T10:00:04Z")), nil, personAt, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +92,7 @@ func TestAdditions(t *testing.T) {
 				}
 				opts = For(rules, "", "", "", "", tt.live)
 			}
+			opts.BorrowedSince = tt.since
 			got := Paths(Additions(desired, tt.live, "driftguard", opts))
 			if len(got) == 0 {
 				got = nil

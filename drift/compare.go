@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sort"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -23,6 +24,13 @@ type Options struct {
 	// kind; for other kinds without one, lists of objects with distinct
 	// names are matched by name and any other list is atomic.
 	Schema *Schema
+
+	// BorrowedSince, when set, is when a verified writer who is neither
+	// the guard nor the control plane made the object's newest write: the
+	// entries of the guard's and the control plane's manager names written
+	// then or later are that writer's (a field manager is the writer's
+	// word), and what they own Git does not set is an addition.
+	BorrowedSince time.Time
 
 	// rules are the ignore rules For selected for one object; nil when none
 	// match, so the zero Options costs nothing.

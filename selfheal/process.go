@@ -103,7 +103,7 @@ func (w *Watcher) drifted(ctx context.Context, it item) (*driftEvent, bool) {
 			return ev, true
 		}
 	}
-	ev.changes = w.compare(ctx, guard, want, ev.live)
+	ev.changes = w.compare(ctx, ki, guard, want, ev.live)
 	if len(ev.changes) == 0 {
 		w.notify(w.state.clear(it))
 		w.fights.forget(it)
@@ -111,6 +111,39 @@ func (w *Watcher) drifted(ctx context.Context, it item) (*driftEvent, bool) {
 	}
 	// The state we reverted from: our write's event is on its way.
 	return ev, !w.state.alreadyReverted(it, ev.live.GetResourceVersion())
+}
+
+// appliedSince reports whether live's managed fields hold an entry of the
+// guard's own apply written at or after since (whole seconds).
+func appliedSince(live *unstructured.Unstructured, since time.Time) bool {
+	md, _ := live.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		stamp, _ := m["time"].(string)
+		if t, err := time.Parse(time.RFC3339, stamp); guardApply(m) && err == nil && !t.Before(since.Truncate(time.Second)) {
+			return true
+		}
+	}
+	return false
+}
+
+// guardApply reports whether a managed-fields entry is the guard's
+// server-side apply (whose set, the largest, the cache does not keep).
+func guardApply(entry map[string]any) bool {
+	return entry["manager"] == apply.FieldManager && entry["operation"] == "Apply"
+}
+
+// read reads live again from the API server, whole; nil when it cannot.
+func (w *Watcher) read(ctx context.Context, ki *kindInformer, live *unstructured.Unstructured) *unstructured.Unstructured {
+	if w.Dynamic == nil || ki == nil {
+		return nil
+	}
+	u, err := w.Dynamic.Resource(ki.gvr).Namespace(live.GetNamespace()).Get(ctx, live.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return u
 }
 
 // unlabelled reads an object the informer no longer holds from the API
@@ -222,11 +255,21 @@ func (w *Watcher) heal(ctx context.Context, ev *driftEvent, d policy.Decision, r
 // restart, say), the API server is asked in a server-side dry run what
 // applying Git would store: differences that are only its defaults,
 // normalizations, pruning or mutations are then never drift.
-func (w *Watcher) compare(ctx context.Context, guard string, want *render.Object, live *unstructured.Unstructured) []drift.Change {
+func (w *Watcher) compare(ctx context.Context, ki *kindInformer, guard string, want *render.Object, live *unstructured.Unstructured) []drift.Change {
 	opts := w.Applier.Options(want.Obj(), live.Object)
 	// What someone added that Git does not set is drift too; the rest is
-	// what Git sets and the cluster holds otherwise.
-	added := drift.Additions(want.Obj().Object, live.Object, apply.FieldManager, opts)
+	// what Git sets and the cluster holds otherwise. A person who wrote
+	// the newest change under the guard's or a control-plane component's
+	// manager name added what that entry owns (the cache keeps no fields
+	// of the guard's own apply entry: they are read from the API server).
+	opts.BorrowedSince = w.attribute(live, want.Key, time.Now()).personWrote()
+	owners := live
+	if !opts.BorrowedSince.IsZero() && appliedSince(live, opts.BorrowedSince) {
+		if full := w.read(ctx, ki, live); full != nil {
+			owners = full
+		}
+	}
+	added := drift.Additions(want.Obj().Object, owners.Object, apply.FieldManager, opts)
 	changes := want.Drift(live.Object, opts)
 	if len(changes) == 0 {
 		return added
@@ -325,6 +368,30 @@ type attribution struct {
 	// at admission) when verified, else when the guard first saw it.
 	at       time.Time
 	verified bool
+	// wrote is when the verified user's write was made: the signed
+	// stamp's time, or that of the newest managed-fields entry the API
+	// server's stamp names the writer of; zero when not verified.
+	wrote time.Time
+}
+
+// personWrote is when the newest change was written by a verified user
+// who is not the control plane (which writes under its own manager names);
+// zero otherwise.
+func (a attribution) personWrote() time.Time {
+	if !a.verified || controlPlaneUser(a.user) {
+		return time.Time{}
+	}
+	return a.wrote
+}
+
+// controlPlaneUser reports whether user is a control-plane component, as
+// the default policy's system identities name them.
+func controlPlaneUser(user string) bool {
+	switch user {
+	case "system:kube-controller-manager", "system:kube-scheduler", "system:apiserver":
+		return true
+	}
+	return strings.HasPrefix(user, "system:node:") || strings.HasPrefix(user, "system:serviceaccount:kube-system:")
 }
 
 // stampSlack allows for managed-fields times having whole seconds.
@@ -367,7 +434,7 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 	if w.Stamps != nil {
 		c, ok := w.Stamps.Verify(live.GetAnnotations()[v1alpha1.ChangedByAnnotation], key.String())
 		if ok && !c.Time.Before(newest.Add(-stampSlack)) {
-			who.user, who.groups, who.at, who.verified = c.User, c.Groups, c.Time, true
+			who.user, who.groups, who.at, who.verified, who.wrote = c.User, c.Groups, c.Time, true, c.Time
 			return who
 		}
 	}
@@ -386,7 +453,7 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 	// match, anyone writes it.
 	if w.APIServerStamps != nil && w.APIServerStamps(live.GetNamespace(), live.GroupVersionKind()) && newestSubresource == "" && !newestSpec.IsZero() && !newestGuard.After(newestSpec) {
 		if u := live.GetAnnotations()[v1alpha1.APIServerChangedByAnnotation]; u != "" {
-			who.user, who.verified = u, true
+			who.user, who.verified, who.wrote = u, true, newestSpec
 		}
 	}
 	return who

@@ -351,10 +351,12 @@ func (w *Watcher) Drifted(guard string, limit int) (int, []render.ObjectKey) {
 }
 
 // stripForCache drops what the comparison never reads, to keep the cache small:
-// status (but a Service's), the field sets of the guard's own and of status-subresource managed
-// fields entries (other managers' sets stay, for managedFieldsManagers ignore
-// rules; manager, operation and time stay for attribution), and the
-// last-applied annotation.
+// status (but a Service's), the field sets of the guard's own apply entry and
+// of status-subresource managed fields entries (other managers' sets stay, for
+// additions and managedFieldsManagers ignore rules, the guard's patches' too,
+// whose name a writer may borrow; the apply entry's set is read from the API
+// server when a person may have written it: compare; manager, operation and
+// time stay for attribution), and the last-applied annotation.
 func stripForCache(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -370,7 +372,7 @@ func stripForCache(obj any) (any, error) {
 	md, _ := u.Object["metadata"].(map[string]any)
 	entries, _ := md["managedFields"].([]any)
 	for _, e := range entries {
-		if m, ok := e.(map[string]any); ok && (m["manager"] == apply.FieldManager || m["subresource"] == "status") {
+		if m, ok := e.(map[string]any); ok && (guardApply(m) || m["subresource"] == "status") {
 			delete(m, "fieldsV1")
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftguard/driftguard/api/v1alpha1"
 	"github.com/driftguard/driftguard/audit"
 	"github.com/driftguard/driftguard/decision"
 	"github.com/driftguard/driftguard/test/wait"
@@ -153,4 +154,25 @@ func waitGreeting(t *testing.T, ns, want string) {
 		}
 		return nil
 	})
+}
+
+// TestBorrowedManagerName: under dryrun enforcement the webhook admits
+// eve's change (stamped with her name) for self-heal to put back; what she
+// adds under the kubelet's or the guard's field-manager name is removed
+// too: a manager name is the writer's word, the stamp names the writer.
+func TestBorrowedManagerName(t *testing.T) {
+	const ns = "adv-borrowed"
+	guarded(t, "adv-borrowed", ns, func(s *v1alpha1.GuardSpec) { s.Enforcement = v1alpha1.EnforcementDryRun })
+	for _, manager := range []string{"kubelet", "driftguard"} {
+		p := fmt.Sprintf(`[{"op":"add","path":"/spec/template/spec/containers/-","value":{"name":"tap-%s","image":"evil"}}]`, manager)
+		if out, err := h.KubectlAs(t, eve, "patch", "deployment", "web", "-n", ns, "--field-manager="+manager, "--type=json", "-p", p); err != nil {
+			t.Fatalf("patch as %s: %v %s", manager, err, out)
+		}
+		wait.Eventually(t, 20*time.Second, "the container added under "+manager+"'s name is removed", func() error {
+			if c := deployment(t, ns).Spec.Template.Spec.Containers; len(c) != 1 {
+				return fmt.Errorf("%d containers", len(c))
+			}
+			return nil
+		})
+	}
 }
