@@ -13,7 +13,7 @@ import (
 // writes to objects (a Deployment's revision annotation, replicas the
 // autoscaler sets where Git sets none). What they own is not an addition,
 // unless a verified person wrote the object's newest change under one of
-// them (Options.BorrowedSince): a name is the writer's claim.
+// them (Options.Borrowed): a name is the writer's claim.
 var ControlPlaneManagers = []string{"kube-controller-manager", "kube-scheduler", "kubelet", "kube-apiserver"}
 
 // Additions returns what someone added to live that Git does not set: every
@@ -46,7 +46,7 @@ func Additions(desired, live map[string]any, guard string, opts Options) []Chang
 		manager, _ := entry["manager"].(string)
 		reserved := manager == guard || slices.Contains(ControlPlaneManagers, manager)
 		if sub, _ := entry["subresource"].(string); sub != "" || slices.Contains(managers, manager) ||
-			reserved && !borrowed(entry, opts.BorrowedSince) {
+			reserved && !borrowed(entry, opts.Borrowed, opts.BorrowedSince) {
 			continue
 		}
 		fields := entry["fieldsV1"]
@@ -65,10 +65,10 @@ func Additions(desired, live map[string]any, guard string, opts Options) []Chang
 	return a.changes
 }
 
-// borrowed reports whether a managed-fields entry was written at or after
-// since (its time has whole seconds), since set.
-func borrowed(entry map[string]any, since time.Time) bool {
-	if since.IsZero() {
+// borrowed reports whether a managed-fields entry is of manager and was
+// written at or after since (its time has whole seconds).
+func borrowed(entry map[string]any, manager string, since time.Time) bool {
+	if manager == "" || since.IsZero() || entry["manager"] != manager {
 		return false
 	}
 	stamp, _ := entry["time"].(string)

@@ -38,49 +38,57 @@ func TestAdditions(t *testing.T) {
 	at := func(e map[string]any, t string) map[string]any { e["time"] = t; return e }
 	sidecar := `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1"},{"name":"tap","image":"evil"}]}}}}`
 	sidecarFields := `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"tap\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`
-	personAt := time.Date(2026, 12, 5, 10, 0, 5, 400_000_000, time.UTC)
+	personAt := time.Date(2026, 12, 5, 10, 0, 5, 0, time.UTC)
+	type by struct {
+		manager string
+		since   time.Time
+	}
 	tests := []struct {
 		name  string
 		live  map[string]any
 		rules []RuleSpec
-		since time.Time // Options.BorrowedSince
+		by    by // Options.Borrowed and BorrowedSince
 		want  []string
 	}{
-		{"nothing added", live("", guard), nil, time.Time{}, nil},
+		{"nothing added", live("", guard), nil, by{}, nil},
 		{"hostNetwork by kubectl", live(`{"spec":{"template":{"spec":{"hostNetwork":true}}}}`, guard,
-			entry("kubectl-patch", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), nil, time.Time{},
+			entry("kubectl-patch", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), nil, by{},
 			[]string{"/spec/template/spec/hostNetwork"}},
 		{"sidecar container, second in the list", live(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1"},{"name":"tap","image":"evil"}]}}}}`, guard,
-			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"tap\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)), nil, time.Time{},
+			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"tap\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)), nil, by{},
 			[]string{"/spec/template/spec/containers/1"}},
 		{"field added in a Git container", live(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1","command":["sh"]}]}}}}`, guard,
-			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:command":{}}}}}}}`)), nil, time.Time{},
+			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:command":{}}}}}}}`)), nil, by{},
 			[]string{"/spec/template/spec/containers/0/command"}},
 		{"owner reference beside the controller's", live(`{"metadata":{"ownerReferences":[{"uid":"a","name":"rs"},{"uid":"b","name":"mine"}]}}`, guard,
 			entry("kube-controller-manager", "", `{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"a\"}":{}}}}`),
-			entry("evil", "", `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"b\"}":{}}}}`)), nil, time.Time{},
+			entry("evil", "", `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"b\"}":{}}}}`)), nil, by{},
 			[]string{"/metadata/ownerReferences/1"}},
 		{"finalizer", live(`{"metadata":{"finalizers":["x/y"]}}`, guard,
-			entry("kubectl-patch", "", `{"f:metadata":{"f:finalizers":{".":{},"v:\"x/y\"":{}}}}`)), nil, time.Time{},
+			entry("kubectl-patch", "", `{"f:metadata":{"f:finalizers":{".":{},"v:\"x/y\"":{}}}}`)), nil, by{},
 			[]string{"/metadata/finalizers/0"}},
 		{"annotation, stamp and last-applied", live(`{"metadata":{"annotations":{"team":"x","driftguard.io/changed-by":"{}","kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`, guard,
-			entry("kubectl-annotate", "", `{"f:metadata":{"f:annotations":{".":{},"f:team":{},"f:driftguard.io/changed-by":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}}}`)), nil, time.Time{},
+			entry("kubectl-annotate", "", `{"f:metadata":{"f:annotations":{".":{},"f:team":{},"f:driftguard.io/changed-by":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}}}`)), nil, by{},
 			[]string{"/metadata/annotations/team"}},
 		{"control plane and subresources are not additions", live(`{"metadata":{"annotations":{"deployment.kubernetes.io/revision":"1"}},"spec":{"replicas":4},"status":{"replicas":4}}`, guard,
 			entry("kube-controller-manager", "", `{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}}}`),
 			entry("kube-controller-manager", "status", `{"f:status":{"f:replicas":{}}}`),
-			entry("alice-scaler", "scale", `{"f:spec":{"f:replicas":{}}}`)), nil, time.Time{}, nil},
+			entry("alice-scaler", "scale", `{"f:spec":{"f:replicas":{}}}`)), nil, by{}, nil},
 		{"a manager an ignore rule names", live(`{"spec":{"template":{"spec":{"hostNetwork":true}}}}`, guard,
-			entry("tuner", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), []RuleSpec{{ManagedFieldsManagers: []string{"tuner"}}}, time.Time{}, nil},
+			entry("tuner", "", `{"f:spec":{"f:template":{"f:spec":{"f:hostNetwork":{}}}}}`)), []RuleSpec{{ManagedFieldsManagers: []string{"tuner"}}}, by{}, nil},
 		{"a path an ignore rule hides", live(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:1","command":["sh"]}]}}}}`, guard,
 			entry("kubectl-edit", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:command":{}}}}}}}`)),
-			[]RuleSpec{{JSONPointers: []string{"/spec/template/spec/containers/0/command"}}}, time.Time{}, nil},
-		{"removed automount is no addition (Compare sees it)", live(`{"spec":{"template":{"spec":{"automountServiceAccountToken":null}}}}`, guard), nil, time.Time{}, nil},
-		{"the kubelet's name, written by a verified person", live(sidecar, guard, at(entry("kubelet", "", sidecarFields), "2026-12-05T10:00:05Z")), nil, personAt,
+			[]RuleSpec{{JSONPointers: []string{"/spec/template/spec/containers/0/command"}}}, by{}, nil},
+		{"removed automount is no addition (Compare sees it)", live(`{"spec":{"template":{"spec":{"automountServiceAccountToken":null}}}}`, guard), nil, by{}, nil},
+		{"the kubelet's name, written by a verified person", live(sidecar, guard, at(entry("kubelet", "", sidecarFields), "2026-12-05T10:00:05Z")), nil, by{"kubelet", personAt},
 			[]string{"/spec/template/spec/containers/1"}},
-		{"the guard's name, written by a verified person", live(sidecar, at(entry("driftguard", "", sidecarFields), "2026-12-05T10:00:05Z")), nil, personAt,
+		{"the guard's name, written by a verified person", live(sidecar, at(entry("driftguard", "", sidecarFields), "2026-12-05T10:00:05Z")), nil, by{"driftguard", personAt},
 			[]string{"/spec/template/spec/containers/1"}},
-		{"the kubelet's name, before the person's write", live(sidecar, guard, at(entry("kubelet", "", sidecarFields), "2026-12-05T10:00:04Z")), nil, personAt, nil},
+		{"the kubelet's name, before the person's write", live(sidecar, guard, at(entry("kubelet", "", sidecarFields), "2026-12-05T10:00:04Z")), nil, by{"kubelet", personAt}, nil},
+		// The controller manager's own write in the same second: the
+		// person named another manager.
+		{"another control-plane name in the same second", live(`{"metadata":{"annotations":{"deployment.kubernetes.io/revision":"2"}}}`, guard,
+			at(entry("kube-controller-manager", "", `{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}}}`), "2026-12-05T10:00:05Z")), nil, by{"kubelet", personAt}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +100,7 @@ func TestAdditions(t *testing.T) {
 				}
 				opts = For(rules, "", "", "", "", tt.live)
 			}
-			opts.BorrowedSince = tt.since
+			opts.Borrowed, opts.BorrowedSince = tt.by.manager, tt.by.since
 			got := Paths(Additions(desired, tt.live, "driftguard", opts))
 			if len(got) == 0 {
 				got = nil

@@ -25,11 +25,13 @@ type Options struct {
 	// names are matched by name and any other list is atomic.
 	Schema *Schema
 
-	// BorrowedSince, when set, is when a verified writer who is neither
-	// the guard nor the control plane made the object's newest write: the
-	// entries of the guard's and the control plane's manager names written
-	// then or later are that writer's (a field manager is the writer's
-	// word), and what they own Git does not set is an addition.
+	// Borrowed, when set, is the field manager a verified writer who is
+	// neither the guard nor the control plane named for the object's
+	// newest write, and BorrowedSince when it was made: an entry of that
+	// name written then or later is that writer's, the guard's or a
+	// control-plane component's name or not (a field manager is the
+	// writer's word), and what it owns Git does not set is an addition.
+	Borrowed      string
 	BorrowedSince time.Time
 
 	// rules are the ignore rules For selected for one object; nil when none

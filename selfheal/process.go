@@ -262,9 +262,9 @@ func (w *Watcher) compare(ctx context.Context, ki *kindInformer, guard string, w
 	// the newest change under the guard's or a control-plane component's
 	// manager name added what that entry owns (the cache keeps no fields
 	// of the guard's own apply entry: they are read from the API server).
-	opts.BorrowedSince = w.attribute(live, want.Key, time.Now()).personWrote()
+	opts.Borrowed, opts.BorrowedSince = w.attribute(live, want.Key, time.Now()).personWrote()
 	owners := live
-	if !opts.BorrowedSince.IsZero() && appliedSince(live, opts.BorrowedSince) {
+	if opts.Borrowed == apply.FieldManager && appliedSince(live, opts.BorrowedSince) {
 		if full := w.read(ctx, ki, live); full != nil {
 			owners = full
 		}
@@ -368,20 +368,20 @@ type attribution struct {
 	// at admission) when verified, else when the guard first saw it.
 	at       time.Time
 	verified bool
-	// wrote is when the verified user's write was made: the signed
-	// stamp's time, or that of the newest managed-fields entry the API
-	// server's stamp names the writer of; zero when not verified.
-	wrote time.Time
+	// wrote is when the signed stamp says its writer wrote, and
+	// wroteAs the field manager they named (the stamp records both).
+	wrote   time.Time
+	wroteAs string
 }
 
-// personWrote is when the newest change was written by a verified user
-// who is not the control plane (which writes under its own manager names);
-// zero otherwise.
-func (a attribution) personWrote() time.Time {
-	if !a.verified || controlPlaneUser(a.user) {
-		return time.Time{}
+// personWrote is the field manager a verified user who is not the control
+// plane (which writes under its own names) named for the newest change,
+// and when they wrote it, by the signed stamp; "" otherwise.
+func (a attribution) personWrote() (string, time.Time) {
+	if !a.verified || a.wroteAs == "" || controlPlaneUser(a.user) {
+		return "", time.Time{}
 	}
-	return a.wrote
+	return a.wroteAs, a.wrote
 }
 
 // controlPlaneUser reports whether user is a control-plane component, as
@@ -434,7 +434,8 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 	if w.Stamps != nil {
 		c, ok := w.Stamps.Verify(live.GetAnnotations()[v1alpha1.ChangedByAnnotation], key.String())
 		if ok && !c.Time.Before(newest.Add(-stampSlack)) {
-			who.user, who.groups, who.at, who.verified, who.wrote = c.User, c.Groups, c.Time, true, c.Time
+			who.user, who.groups, who.at, who.verified = c.User, c.Groups, c.Time, true
+			who.wrote, who.wroteAs = c.Time, c.Manager
 			return who
 		}
 	}
@@ -453,7 +454,7 @@ func (w *Watcher) attribute(live *unstructured.Unstructured, key render.ObjectKe
 	// match, anyone writes it.
 	if w.APIServerStamps != nil && w.APIServerStamps(live.GetNamespace(), live.GroupVersionKind()) && newestSubresource == "" && !newestSpec.IsZero() && !newestGuard.After(newestSpec) {
 		if u := live.GetAnnotations()[v1alpha1.APIServerChangedByAnnotation]; u != "" {
-			who.user, who.verified, who.wrote = u, true, newestSpec
+			who.user, who.verified = u, true
 		}
 	}
 	return who

@@ -68,7 +68,7 @@ func (s *Stamper) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	if out.decided && s.Stamps != nil {
 		key := requestKey(schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}, req)
-		c := v1alpha1.ChangedBy{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, Time: s.now().UTC().Truncate(time.Second), RequestUID: string(req.UID)}
+		c := v1alpha1.ChangedBy{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, Time: s.now().UTC().Truncate(time.Second), RequestUID: string(req.UID), Manager: fieldManagerOf(req)}
 		if want, err = s.Stamps.Issue(c, key.String()); err != nil {
 			s.Validator.Log.Error(err, "issue a changed-by stamp", "object", key.String())
 			want = ""
@@ -98,6 +98,18 @@ var stampKey = []byte(`"` + v1alpha1.ChangedByAnnotation + `"`)
 
 // stampOf returns the changed-by annotation of a raw object ("" when none).
 // Most objects carry none, and are not decoded to say so.
+// fieldManagerOf is the field manager req's options name ("" when none:
+// the API server then takes one from the client's user agent).
+func fieldManagerOf(req *admissionv1.AdmissionRequest) string {
+	var o struct {
+		FieldManager string `json:"fieldManager"`
+	}
+	if len(req.Options.Raw) == 0 || json.Unmarshal(req.Options.Raw, &o) != nil {
+		return ""
+	}
+	return o.FieldManager
+}
+
 func stampOf(raw []byte) (string, error) {
 	if len(raw) == 0 || !bytes.Contains(raw, stampKey) {
 		return "", nil
