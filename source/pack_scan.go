@@ -73,6 +73,7 @@ func scanPack(r *bufio.Reader, max int64) error {
 	}
 	count := binary.BigEndian.Uint32(hdr[8:])
 	var zr io.ReadCloser
+	var content *bufio.Reader
 	for range count {
 		c, err := r.ReadByte()
 		if err != nil {
@@ -112,7 +113,11 @@ func scanPack(r *bufio.Reader, max int64) error {
 		if err != nil {
 			return err
 		}
-		content := bufio.NewReaderSize(zr, 4<<10)
+		if content == nil {
+			content = bufio.NewReaderSize(zr, 4<<10)
+		} else {
+			content.Reset(zr)
+		}
 		if typ == packOFSDelta || typ == packREFDelta {
 			// The delta's data starts with the sizes of its base and of
 			// the object it makes.
