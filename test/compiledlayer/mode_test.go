@@ -38,6 +38,9 @@ func TestCompiledMode(t *testing.T) {
 		"settings.yaml": configMap(ns, "settings", "  a: \"1\"\n"),
 		"soft.yaml":     strings.Replace(configMap(ns, "soft", "  a: \"1\"\n"), "metadata:\n", "metadata:\n  annotations: {driftguard.io/enforcement: warn}\n", 1),
 		"listed.yaml":   deployment(ns, "listed", 1),
+		// The only Secret, in revert mode: no policy decides it; the
+		// stamp policy names its writers.
+		"token.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  namespace: " + ns + "\n  annotations: {driftguard.io/enforcement: revert}\nstringData:\n  k: \"1\"\n",
 	})
 	g := &v1alpha1.Guard{
 		ObjectMeta: metav1.ObjectMeta{Name: guard},
@@ -118,6 +121,42 @@ func TestCompiledMode(t *testing.T) {
 		}
 		if cm.Data["a"] != "1" {
 			return fmt.Errorf("a=%q", cm.Data["a"])
+		}
+		return nil
+	})
+
+	// Revert mode: alice's edit of the Secret, written with the controller
+	// manager's name in the API server's stamp annotation, is stamped by
+	// the API server with hers, reverted and recorded as hers (until
+	// 2026-12-05 the stamp policy did not match Secrets here, the forged
+	// name was trusted and the system controller's change kept).
+	wait.Eventually(t, 30*time.Second, "the stamp policy matches Secrets", func() error {
+		var m admissionregistrationv1.MutatingAdmissionPolicy
+		if err := admin.Get(ctx, types.NamespacedName{Name: webhookName + "-stamp"}, &m); err != nil {
+			return err
+		}
+		for _, r := range m.Spec.MatchConstraints.ResourceRules {
+			if slices.Contains(r.Resources, "secrets") {
+				return nil
+			}
+		}
+		return fmt.Errorf("rules %+v", m.Spec.MatchConstraints.ResourceRules)
+	})
+	time.Sleep(6 * time.Second) // the settle (5 s) after which the guard trusts the stamp there
+	forged := fmt.Sprintf(`{"metadata":{"annotations":{%q:"system:kube-controller-manager"}},"stringData":{"k":"by-hand"}}`, v1alpha1.APIServerChangedByAnnotation)
+	if err := kubectl("patch", "secret", "token", "--type=merge", "-p", forged); err != nil {
+		t.Fatalf("an edit in revert mode: %v", err)
+	}
+	records.Wait(t, 30*time.Second, "self-heal reverts the edit and names alice", func(r audit.Record) bool {
+		return r.Type == audit.Drift && r.User == "alice" && r.Object.Name == "token" && r.Action == "revert"
+	})
+	wait.Eventually(t, 30*time.Second, "token is back to Git", func() error {
+		var sec corev1.Secret
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "token"}, &sec); err != nil {
+			return err
+		}
+		if string(sec.Data["k"]) != "1" {
+			return fmt.Errorf("k=%q", sec.Data["k"])
 		}
 		return nil
 	})
