@@ -65,15 +65,20 @@ func Additions(desired, live map[string]any, guard string, opts Options) []Chang
 	return a.changes
 }
 
+// BorrowedSlack allows for the entry's time (the API server's clock,
+// before admission, whole seconds) and the stamp's (the webhook's, after
+// it) falling on either side of a second, or of two clocks.
+const BorrowedSlack = 2 * time.Second
+
 // borrowed reports whether a managed-fields entry is of manager and was
-// written at or after since (its time has whole seconds).
+// written at or after since, within BorrowedSlack.
 func borrowed(entry map[string]any, manager string, since time.Time) bool {
 	if manager == "" || since.IsZero() || entry["manager"] != manager {
 		return false
 	}
 	stamp, _ := entry["time"].(string)
 	t, err := time.Parse(time.RFC3339, stamp)
-	return err == nil && !t.Before(since.Truncate(time.Second))
+	return err == nil && !t.Before(since.Add(-BorrowedSlack))
 }
 
 // adder walks a manager's field set through live and desired; comparer.tokens

@@ -84,7 +84,7 @@ func TestAdditions(t *testing.T) {
 			[]string{"/spec/template/spec/containers/1"}},
 		{"the guard's name, written by a verified person", live(sidecar, at(entry("driftguard", "", sidecarFields), "2026-12-05T10:00:05Z")), nil, by{"driftguard", personAt},
 			[]string{"/spec/template/spec/containers/1"}},
-		{"the kubelet's name, before the person's write", live(sidecar, guard, at(entry("kubelet", "", sidecarFields), "2026-12-05T10:00:04Z")), nil, by{"kubelet", personAt}, nil},
+		{"the kubelet's name, before the person's write", live(sidecar, guard, at(entry("kubelet", "", sidecarFields), "2026-12-05T10:00:02Z")), nil, by{"kubelet", personAt}, nil},
 		// The controller manager's own write in the same second: the
 		// person named another manager.
 		{"another control-plane name in the same second", live(`{"metadata":{"annotations":{"deployment.kubernetes.io/revision":"2"}}}`, guard,

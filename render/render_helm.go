@@ -231,7 +231,7 @@ func (r *renderer) helmJob(dir string) (*helmJob, error) {
 	}
 
 	var total int64
-	err = fs.WalkDir(r.fsys, dir, func(p string, d fs.DirEntry, err error) error {
+	err = walkWithin(r.fsys, dir, r.lim.MaxFiles, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return &RenderError{Path: p, Err: UnwrapPathError(err)}
 		}

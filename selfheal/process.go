@@ -114,14 +114,14 @@ func (w *Watcher) drifted(ctx context.Context, it item) (*driftEvent, bool) {
 }
 
 // appliedSince reports whether live's managed fields hold an entry of the
-// guard's own apply written at or after since (whole seconds).
+// guard's own apply written at or after since (within drift.BorrowedSlack).
 func appliedSince(live *unstructured.Unstructured, since time.Time) bool {
 	md, _ := live.Object["metadata"].(map[string]any)
 	entries, _ := md["managedFields"].([]any)
 	for _, e := range entries {
 		m, _ := e.(map[string]any)
 		stamp, _ := m["time"].(string)
-		if t, err := time.Parse(time.RFC3339, stamp); guardApply(m) && err == nil && !t.Before(since.Truncate(time.Second)) {
+		if t, err := time.Parse(time.RFC3339, stamp); guardApply(m) && err == nil && !t.Before(since.Add(-drift.BorrowedSlack)) {
 			return true
 		}
 	}

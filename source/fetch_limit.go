@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-git/go-billy/v5"
@@ -28,6 +29,9 @@ type budget struct {
 	active, over, objectOver atomic.Bool
 	left                     atomic.Int64
 	maxObject                atomic.Int64
+
+	mu       sync.Mutex
+	scanners []*packScanner // of the packs this fetch wrote
 }
 
 func (b *budget) start(n, maxObject int64) {
@@ -38,7 +42,18 @@ func (b *budget) start(n, maxObject int64) {
 	b.active.Store(true)
 }
 
-func (b *budget) stop() { b.active.Store(false) }
+// stop ends the fetch: its pack scanners are closed (go-git does not close
+// the file of a pack it failed to index).
+func (b *budget) stop() {
+	b.active.Store(false)
+	b.mu.Lock()
+	scanners := b.scanners
+	b.scanners = nil
+	b.mu.Unlock()
+	for _, s := range scanners {
+		s.close()
+	}
+}
 
 // take counts n bytes, false when they go beyond the budget.
 func (b *budget) take(n int) bool {
@@ -75,7 +90,11 @@ func (fs budgetFS) TempFile(dir, prefix string) (billy.File, error) {
 	// go-git's filesystem storage writes a fetched pack to a temporary
 	// file, and inflates each of its objects whole while it indexes it:
 	// the scanner refuses an object too large before that.
-	return budgetFile{File: f, b: fs.b, scan: newPackScanner(fs.b.maxObject.Load(), &fs.b.objectOver)}, nil
+	scan := newPackScanner(fs.b.maxObject.Load(), &fs.b.objectOver)
+	fs.b.mu.Lock()
+	fs.b.scanners = append(fs.b.scanners, scan)
+	fs.b.mu.Unlock()
+	return budgetFile{File: f, b: fs.b, scan: scan}, nil
 }
 
 func (fs budgetFS) wrap(f billy.File, err error) (billy.File, error) {

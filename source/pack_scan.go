@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 )
 
@@ -15,48 +16,96 @@ import (
 // allows.
 var errObjectTooLarge = errors.New("a Git object of the pack is too large")
 
-// packScanner reads a pack as it is written (write), in a goroutine of its
-// own, and fails the writes from the first object that inflates to more
-// than max bytes: a blob, tree, commit or tag by its header, a delta by
-// the size of the object it makes (the first varints of its data). Each
-// object is inflated into nothing, a few kilobytes at a time.
+// packScanner reads a pack as it is written, in a goroutine of its own,
+// and fails the writes from the first object that inflates to more than
+// max bytes: a whole object by its header, a delta by the size of the
+// object it makes (the first varints of its data). Each object is inflated
+// into nothing, a few kilobytes at a time. A write returns once the
+// scanner has read all of it and waits for more, so the object a write
+// completes is checked before the write returns, the pack's last one too
+// (go-git inflates them all when the pack is closed).
 type packScanner struct {
-	pw   *io.PipeWriter
-	done chan struct{}
+	chunks chan []byte   // to the scanner
+	taken  chan struct{} // the scanner has read the chunk sent and wants more
+	done   chan struct{} // the scanner has stopped; err says why
+	err    error
+	once   sync.Once
 }
 
 func newPackScanner(max int64, over *atomic.Bool) *packScanner {
-	pr, pw := io.Pipe()
-	s := &packScanner{pw: pw, done: make(chan struct{})}
+	s := &packScanner{chunks: make(chan []byte), taken: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		err := scanPack(bufio.NewReaderSize(pr, 32<<10), max)
+		in := &chunkReader{s: s}
+		err := scanPack(bufio.NewReaderSize(in, 32<<10), max)
 		if errors.Is(err, errObjectTooLarge) {
 			over.Store(true)
-			pr.CloseWithError(err)
+			s.err = err
 			return
 		}
 		// Anything else (a pack go-git will refuse itself, or one cut
-		// short) is go-git's to report: read on.
-		_, _ = io.Copy(io.Discard, pr)
+		// short) is go-git's to report: take the rest unread.
+		if in.pending {
+			s.taken <- struct{}{}
+		}
+		for range s.chunks {
+			s.taken <- struct{}{}
+		}
 	}()
 	return s
 }
 
+// write hands p to the scanner and waits until it has read it.
 func (s *packScanner) write(p []byte) error {
-	_, err := s.pw.Write(p)
-	return err
+	select {
+	case s.chunks <- p:
+	case <-s.done:
+		return s.err
+	}
+	select {
+	case <-s.taken:
+		return nil
+	case <-s.done:
+		return s.err
+	}
 }
 
+// close ends the pack (the scanner reads its end) and waits for the
+// scanner to stop; a fetch that failed before go-git closed its file
+// closes it too (budget.stop).
 func (s *packScanner) close() {
-	_ = s.pw.Close()
+	s.once.Do(func() { close(s.chunks) })
 	<-s.done
 }
 
-// Pack object types (gitformat-pack).
+// chunkReader is the scanner's side of write: it reads the chunks written,
+// telling the writer a chunk was read when it asks for the next.
+type chunkReader struct {
+	s       *packScanner
+	cur     []byte
+	pending bool // a chunk was received and not yet acknowledged
+}
+
+func (r *chunkReader) Read(b []byte) (int, error) {
+	for len(r.cur) == 0 {
+		if r.pending {
+			r.s.taken <- struct{}{}
+			r.pending = false
+		}
+		c, ok := <-r.s.chunks
+		if !ok {
+			return 0, io.EOF
+		}
+		r.cur, r.pending = c, true
+	}
+	n := copy(b, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+// The pack object types of deltas (gitformat-pack); any other is checked
+// by the size in its header.
 const (
-	packCommit   = 1
-	packTag      = 4
 	packOFSDelta = 6
 	packREFDelta = 7
 )
@@ -102,7 +151,7 @@ func scanPack(r *bufio.Reader, max int64) error {
 				return err
 			}
 		}
-		if typ >= packCommit && typ <= packTag && size > max {
+		if typ != packOFSDelta && typ != packREFDelta && size > max {
 			return fmt.Errorf("%w: %d bytes", errObjectTooLarge, size)
 		}
 		if zr == nil {
