@@ -98,16 +98,63 @@ var stampKey = []byte(`"` + v1alpha1.ChangedByAnnotation + `"`)
 
 // stampOf returns the changed-by annotation of a raw object ("" when none).
 // Most objects carry none, and are not decoded to say so.
-// fieldManagerOf is the field manager req's options name ("" when none:
-// the API server then takes one from the client's user agent).
+// fieldManagerOf is the field manager of req's write: the one its options
+// name, else (the API server then names it after the client's user agent,
+// which a review does not carry) that of the one managed-fields entry the
+// write changed: the API server updates them before admission.
 func fieldManagerOf(req *admissionv1.AdmissionRequest) string {
 	var o struct {
 		FieldManager string `json:"fieldManager"`
 	}
-	if len(req.Options.Raw) == 0 || json.Unmarshal(req.Options.Raw, &o) != nil {
+	if len(req.Options.Raw) > 0 && json.Unmarshal(req.Options.Raw, &o) == nil && o.FieldManager != "" {
+		return o.FieldManager
+	}
+	return changedManager(req.Object.Raw, req.OldObject.Raw)
+}
+
+// managedFieldsOf reads an object's managed-fields entries: for each
+// manager, operation and subresource, its time and field set.
+func managedFieldsOf(raw []byte) (map[[3]string]string, bool) {
+	var o struct {
+		Metadata struct {
+			ManagedFields []struct {
+				Manager     string          `json:"manager"`
+				Operation   string          `json:"operation"`
+				Subresource string          `json:"subresource"`
+				Time        string          `json:"time"`
+				FieldsV1    json.RawMessage `json:"fieldsV1"`
+			} `json:"managedFields"`
+		} `json:"metadata"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &o) != nil {
+		return nil, false
+	}
+	out := map[[3]string]string{}
+	for _, e := range o.Metadata.ManagedFields {
+		out[[3]string{e.Manager, e.Operation, e.Subresource}] = e.Time + string(e.FieldsV1)
+	}
+	return out, true
+}
+
+// changedManager is the manager of the one entry of obj's managed fields
+// that is new or changed since old; "" when not exactly one.
+func changedManager(obj, old []byte) string {
+	after, ok := managedFieldsOf(obj)
+	if !ok {
 		return ""
 	}
-	return o.FieldManager
+	before, _ := managedFieldsOf(old)
+	manager := ""
+	for k, v := range after {
+		if before[k] == v {
+			continue
+		}
+		if manager != "" {
+			return ""
+		}
+		manager = k[0]
+	}
+	return manager
 }
 
 func stampOf(raw []byte) (string, error) {

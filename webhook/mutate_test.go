@@ -122,3 +122,39 @@ func TestNameCollectionDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestFieldManagerOf: the field manager a write's options name, else that
+// of the one managed-fields entry the API server updated for it (a client
+// that names none gets one after its user agent, which a review does not
+// carry).
+func TestFieldManagerOf(t *testing.T) {
+	obj := func(entries string) []byte {
+		return []byte(`{"metadata":{"name":"web","managedFields":[` + entries + `]}}`)
+	}
+	guard := `{"manager":"driftguard","operation":"Apply","time":"2026-12-05T10:00:00Z","fieldsV1":{"f:spec":{}}}`
+	kubelet := func(at string) string {
+		return `{"manager":"kubelet","operation":"Update","time":"` + at + `","fieldsV1":{"f:spec":{"f:x":{}}}}`
+	}
+	for _, tc := range []struct {
+		name     string
+		options  string
+		obj, old []byte
+		want     string
+	}{
+		{"named in the options", `{"fieldManager":"kubectl-patch"}`, obj(guard), obj(guard), "kubectl-patch"},
+		{"a new entry", `{}`, obj(guard + "," + kubelet("2026-12-05T10:00:05Z")), obj(guard), "kubelet"},
+		{"an entry written again", "", obj(guard + "," + kubelet("2026-12-05T10:00:05Z")), obj(guard + "," + kubelet("2026-12-05T10:00:01Z")), "kubelet"},
+		{"nothing changed", "", obj(guard), obj(guard), ""},
+		{"a create", "", obj(kubelet("2026-12-05T10:00:05Z")), nil, "kubelet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &admissionv1.AdmissionRequest{Object: runtime.RawExtension{Raw: tc.obj}, OldObject: runtime.RawExtension{Raw: tc.old}}
+			if tc.options != "" {
+				req.Options.Raw = []byte(tc.options)
+			}
+			if got := fieldManagerOf(req); got != tc.want {
+				t.Errorf("fieldManagerOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
