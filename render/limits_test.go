@@ -293,20 +293,29 @@ func TestHelmProcessThatCannotStart(t *testing.T) {
 
 // TestKustomizeReplacementsBound: replacements that copy an object's spec
 // into two fields of itself double it at every entry; the render fails
-// naming the kustomization once the resources pass a million nodes,
-// instead of filling the guard's memory.
+// naming the kustomization once a resource passes a million nodes (or 64
+// MiB of values), instead of filling the guard's memory.
 func TestKustomizeReplacementsBound(t *testing.T) {
 	var k strings.Builder
 	k.WriteString("resources: [bomb.yaml]\nreplacements:\n")
 	for range 40 {
 		k.WriteString("- source: {kind: Bomb, name: b, fieldPath: spec}\n  targets:\n  - select: {kind: Bomb, name: b}\n    fieldPaths: [spec.l, spec.r]\n    options: {create: true}\n")
 	}
-	fsys := files("k/kustomization.yaml", k.String(), "k/bomb.yaml", "apiVersion: example.com/v1\nkind: Bomb\nmetadata:\n  name: b\nspec:\n  k: v\n")
-	start := time.Now()
-	_, err := RenderWith(fsys, "k", Source{}, RenderOptions{})
-	t.Logf("%.300v (%s)", err, time.Since(start).Round(time.Millisecond))
-	var re *RenderError
-	if !errors.As(err, &re) || re.Path != "k/kustomization.yaml" || !strings.Contains(err.Error(), "more than 1000000 YAML nodes") {
-		t.Fatalf("err = %v, want the kustomization refused beyond a million nodes", err)
+	// And one that writes a string into itself with a delimiter doubles
+	// the string, adding bytes, not nodes.
+	var d strings.Builder
+	d.WriteString("resources: [bomb.yaml]\nreplacements:\n")
+	for range 40 {
+		d.WriteString("- source: {kind: Bomb, name: b, fieldPath: spec.k}\n  targets:\n  - select: {kind: Bomb, name: b}\n    fieldPaths: [spec.k]\n    options: {delimiter: x, index: -1}\n")
+	}
+	for _, kustomization := range []string{k.String(), d.String()} {
+		fsys := files("k/kustomization.yaml", kustomization, "k/bomb.yaml", "apiVersion: example.com/v1\nkind: Bomb\nmetadata:\n  name: b\nspec:\n  k: v\n")
+		start := time.Now()
+		_, err := RenderWith(fsys, "k", Source{}, RenderOptions{})
+		t.Logf("%.300v (%s)", err, time.Since(start).Round(time.Millisecond))
+		var re *RenderError
+		if !errors.As(err, &re) || re.Path != "k/kustomization.yaml" || !strings.Contains(err.Error(), "grow beyond 1000000 YAML nodes or 67108864 bytes") {
+			t.Fatalf("err = %v, want the kustomization refused beyond a million nodes or 64 MiB", err)
+		}
 	}
 }

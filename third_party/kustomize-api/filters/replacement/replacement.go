@@ -20,11 +20,17 @@ type Filter struct {
 	Replacements []types.Replacement `json:"replacements,omitempty" yaml:"replacements,omitempty"`
 }
 
-// MaxNodes bounds the YAML nodes of the resources replacements leave
-// (driftguard): each replacement copies its source into every target, so
-// a list of replacements that copy a field into two fields of its own
-// object doubles it at every entry.
-const MaxNodes = 1_000_000
+// MaxNodes and MaxBytes bound the YAML nodes, and the bytes of their
+// values, of each resource replacements write to (driftguard): each
+// replacement copies its source into every target, so a list of
+// replacements that copy a field into two fields of its own object doubles
+// it at every entry, and one that writes a string into itself with a
+// delimiter doubles the string. They are checked after each target field
+// is set.
+const (
+	MaxNodes = 1_000_000
+	MaxBytes = 64 << 20
+)
 
 // Filter replaces values of targets with values from sources
 func (f Filter) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
@@ -38,24 +44,26 @@ func (f Filter) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
 		}
 		nodes, err = applyReplacement(nodes, value, r.Targets)
 		if err != nil {
-			return nil, err
-		}
-		if n := countNodes(nodes); n > MaxNodes {
-			return nil, fmt.Errorf("replacement %d makes the resources more than %d YAML nodes", i+1, MaxNodes)
+			return nil, fmt.Errorf("replacement %d: %w", i+1, err)
 		}
 	}
 	return nodes, nil
 }
 
-// countNodes counts the YAML nodes of nodes, stopping past MaxNodes.
-func countNodes(nodes []*yaml.RNode) int {
-	n := 0
+// errTooLarge is a replacement beyond MaxNodes or MaxBytes.
+var errTooLarge = fmt.Errorf("the resources grow beyond %d YAML nodes or %d bytes", MaxNodes, MaxBytes)
+
+// withinBounds reports whether nodes hold at most MaxNodes YAML nodes and
+// MaxBytes of values, counting no further than either.
+func withinBounds(nodes []*yaml.RNode) bool {
+	n, size := 0, 0
 	var walk func(y *yaml.Node)
 	walk = func(y *yaml.Node) {
-		if y == nil || n > MaxNodes {
+		if y == nil || n > MaxNodes || size > MaxBytes {
 			return
 		}
 		n++
+		size += len(y.Value)
 		for _, c := range y.Content {
 			walk(c)
 		}
@@ -63,7 +71,7 @@ func countNodes(nodes []*yaml.RNode) int {
 	for _, rn := range nodes {
 		walk(rn.YNode())
 	}
-	return n
+	return n <= MaxNodes && size <= MaxBytes
 }
 
 func getReplacement(nodes []*yaml.RNode, r *types.Replacement) (*yaml.RNode, error) {
@@ -221,6 +229,9 @@ func copyValueToTarget(target *yaml.RNode, value *yaml.RNode, selector *types.Ta
 		// Check if this fieldPath contains structured data access
 		if err := setValueInStructuredData(target, value, fp, selector.Options); err == nil {
 			// Successfully handled as structured data
+			if !withinBounds([]*yaml.RNode{target}) {
+				return errTooLarge
+			}
 			continue
 		}
 
@@ -242,6 +253,9 @@ func copyValueToTarget(target *yaml.RNode, value *yaml.RNode, selector *types.Ta
 		for _, t := range targetFields {
 			if err := setFieldValue(selector.Options, t, value); err != nil {
 				return fmt.Errorf("%w", err)
+			}
+			if !withinBounds([]*yaml.RNode{target}) {
+				return errTooLarge
 			}
 		}
 	}
