@@ -71,9 +71,16 @@ func Additions(desired, live map[string]any, guard string, opts Options) []Chang
 const BorrowedSlack = 2 * time.Second
 
 // borrowed reports whether a managed-fields entry is of manager and was
-// written at or after since, within BorrowedSlack.
+// written at or after since.
 func borrowed(entry map[string]any, manager string, since time.Time) bool {
-	if manager == "" || since.IsZero() || entry["manager"] != manager {
+	return manager != "" && entry["manager"] == manager && WrittenSince(entry, since)
+}
+
+// WrittenSince reports whether a managed-fields entry (as unstructured
+// holds it) was written at or after since, within BorrowedSlack; false
+// for a zero since.
+func WrittenSince(entry map[string]any, since time.Time) bool {
+	if since.IsZero() {
 		return false
 	}
 	stamp, _ := entry["time"].(string)

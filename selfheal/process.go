@@ -47,7 +47,6 @@ func (w *Watcher) handle(ctx context.Context, it item) error {
 	if w.state.mark(it, ev.guard, ev.paths()) {
 		w.notify(ev.guard)
 	}
-	ev.who = w.attribute(ev.live, ev.want.Key, ev.seen)
 	d, rec, expired := w.record(ctx, ev)
 	if !w.Settings.SelfHeal(ev.guard) || (d.Action != policy.Revert && d.Action != policy.Deny) {
 		return nil
@@ -100,10 +99,12 @@ func (w *Watcher) drifted(ctx context.Context, it item) (*driftEvent, bool) {
 		// their owner (an autoscaler's replicas).
 		if ev.live = w.unlabelled(ctx, ki, it); ev.live == nil {
 			ev.operation = "DELETE"
+			ev.who = w.attribute(nil, want.Key, ev.seen)
 			return ev, true
 		}
 	}
-	ev.changes = w.compare(ctx, ki, guard, want, ev.live)
+	ev.who = w.attribute(ev.live, want.Key, ev.seen)
+	ev.changes = w.compare(ctx, ki, guard, want, ev.live, ev.who)
 	if len(ev.changes) == 0 {
 		w.notify(w.state.clear(it))
 		w.fights.forget(it)
@@ -114,14 +115,12 @@ func (w *Watcher) drifted(ctx context.Context, it item) (*driftEvent, bool) {
 }
 
 // appliedSince reports whether live's managed fields hold an entry of the
-// guard's own apply written at or after since (within drift.BorrowedSlack).
+// guard's own apply written at or after since.
 func appliedSince(live *unstructured.Unstructured, since time.Time) bool {
 	md, _ := live.Object["metadata"].(map[string]any)
 	entries, _ := md["managedFields"].([]any)
 	for _, e := range entries {
-		m, _ := e.(map[string]any)
-		stamp, _ := m["time"].(string)
-		if t, err := time.Parse(time.RFC3339, stamp); guardApply(m) && err == nil && !t.Before(since.Add(-drift.BorrowedSlack)) {
+		if m, _ := e.(map[string]any); guardApply(m) && drift.WrittenSince(m, since) {
 			return true
 		}
 	}
@@ -255,14 +254,14 @@ func (w *Watcher) heal(ctx context.Context, ev *driftEvent, d policy.Decision, r
 // restart, say), the API server is asked in a server-side dry run what
 // applying Git would store: differences that are only its defaults,
 // normalizations, pruning or mutations are then never drift.
-func (w *Watcher) compare(ctx context.Context, ki *kindInformer, guard string, want *render.Object, live *unstructured.Unstructured) []drift.Change {
+func (w *Watcher) compare(ctx context.Context, ki *kindInformer, guard string, want *render.Object, live *unstructured.Unstructured, who attribution) []drift.Change {
 	opts := w.Applier.Options(want.Obj(), live.Object)
 	// What someone added that Git does not set is drift too; the rest is
 	// what Git sets and the cluster holds otherwise. A person who wrote
 	// the newest change under the guard's or a control-plane component's
 	// manager name added what that entry owns (the cache keeps no fields
 	// of the guard's own apply entry: they are read from the API server).
-	opts.Borrowed, opts.BorrowedSince = w.attribute(live, want.Key, time.Now()).personWrote()
+	opts.Borrowed, opts.BorrowedSince = who.personWrote()
 	owners := live
 	if opts.Borrowed == apply.FieldManager && appliedSince(live, opts.BorrowedSince) {
 		if full := w.read(ctx, ki, live); full != nil {

@@ -12,10 +12,10 @@ import (
 )
 
 // Files returns the files below dir (recursively, hidden files and folders
-// left out) whose name match accepts, within the render limits' files
-// listed and file size (render.ProcessLimits), at a revision that an earlier Fetch
-// of req (its URL with its credentials) brought into the cache. Keys are
-// paths from the repository root.
+// left out) whose name match accepts, at a revision that an earlier Fetch
+// of req (its URL with its credentials) brought into the cache, within the
+// render limits' files listed and file size (render.ProcessLimits). Keys
+// are paths from the repository root.
 func (f *GitFetcher) Files(req Request, revision, dir string, match func(name string) bool) (map[string]string, error) {
 	url := req.URL
 	rr := f.remote(req)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -68,7 +69,7 @@ func (s *Stamper) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	if out.decided && s.Stamps != nil {
 		key := requestKey(schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}, req)
-		c := v1alpha1.ChangedBy{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, Time: s.now().UTC().Truncate(time.Second), RequestUID: string(req.UID), Manager: fieldManagerOf(req)}
+		c := v1alpha1.ChangedBy{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, Time: s.now().UTC().Truncate(time.Second), RequestUID: string(req.UID), Manager: fieldManagerOf(req, out.object, out.old)}
 		if want, err = s.Stamps.Issue(c, key.String()); err != nil {
 			s.Validator.Log.Error(err, "issue a changed-by stamp", "object", key.String())
 			want = ""
@@ -96,67 +97,50 @@ func (s *Stamper) now() time.Time {
 // stampKey is the stamp annotation's key as it appears in JSON.
 var stampKey = []byte(`"` + v1alpha1.ChangedByAnnotation + `"`)
 
-// stampOf returns the changed-by annotation of a raw object ("" when none).
-// Most objects carry none, and are not decoded to say so.
 // fieldManagerOf is the field manager of req's write: the one its options
 // name, else (the API server then names it after the client's user agent,
 // which a review does not carry) that of the one managed-fields entry the
-// write changed: the API server updates them before admission.
-func fieldManagerOf(req *admissionv1.AdmissionRequest) string {
+// write changed from old to obj (the request's objects, decoded): the API
+// server updates them before admission.
+func fieldManagerOf(req *admissionv1.AdmissionRequest, obj, old map[string]any) string {
 	var o struct {
 		FieldManager string `json:"fieldManager"`
 	}
 	if len(req.Options.Raw) > 0 && json.Unmarshal(req.Options.Raw, &o) == nil && o.FieldManager != "" {
 		return o.FieldManager
 	}
-	return changedManager(req.Object.Raw, req.OldObject.Raw)
-}
-
-// managedFieldsOf reads an object's managed-fields entries: for each
-// manager, operation and subresource, its time and field set.
-func managedFieldsOf(raw []byte) (map[[3]string]string, bool) {
-	var o struct {
-		Metadata struct {
-			ManagedFields []struct {
-				Manager     string          `json:"manager"`
-				Operation   string          `json:"operation"`
-				Subresource string          `json:"subresource"`
-				Time        string          `json:"time"`
-				FieldsV1    json.RawMessage `json:"fieldsV1"`
-			} `json:"managedFields"`
-		} `json:"metadata"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &o) != nil {
-		return nil, false
-	}
-	out := map[[3]string]string{}
-	for _, e := range o.Metadata.ManagedFields {
-		out[[3]string{e.Manager, e.Operation, e.Subresource}] = e.Time + string(e.FieldsV1)
-	}
-	return out, true
-}
-
-// changedManager is the manager of the one entry of obj's managed fields
-// that is new or changed since old; "" when not exactly one.
-func changedManager(obj, old []byte) string {
-	after, ok := managedFieldsOf(obj)
-	if !ok {
-		return ""
-	}
-	before, _ := managedFieldsOf(old)
+	before := managedFieldsOf(old)
 	manager := ""
-	for k, v := range after {
-		if before[k] == v {
+	for k, e := range managedFieldsOf(obj) {
+		if reflect.DeepEqual(before[k], e) {
 			continue
 		}
 		if manager != "" {
-			return ""
+			return "" // not exactly one
 		}
 		manager = k[0]
 	}
 	return manager
 }
 
+// managedFieldsOf is an object's managed-fields entries by manager,
+// operation and subresource.
+func managedFieldsOf(obj map[string]any) map[[3]string]any {
+	md, _ := obj["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	out := make(map[[3]string]any, len(entries))
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		manager, _ := m["manager"].(string)
+		op, _ := m["operation"].(string)
+		sub, _ := m["subresource"].(string)
+		out[[3]string{manager, op, sub}] = m
+	}
+	return out
+}
+
+// stampOf returns the changed-by annotation of a raw object ("" when none).
+// Most objects carry none, and are not decoded to say so.
 func stampOf(raw []byte) (string, error) {
 	if len(raw) == 0 || !bytes.Contains(raw, stampKey) {
 		return "", nil

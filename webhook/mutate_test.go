@@ -131,6 +131,16 @@ func TestFieldManagerOf(t *testing.T) {
 	obj := func(entries string) []byte {
 		return []byte(`{"metadata":{"name":"web","managedFields":[` + entries + `]}}`)
 	}
+	decode := func(raw []byte) map[string]any {
+		if raw == nil {
+			return nil
+		}
+		m, err := decodeObject(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
 	guard := `{"manager":"driftguard","operation":"Apply","time":"2026-12-05T10:00:00Z","fieldsV1":{"f:spec":{}}}`
 	kubelet := func(at string) string {
 		return `{"manager":"kubelet","operation":"Update","time":"` + at + `","fieldsV1":{"f:spec":{"f:x":{}}}}`
@@ -148,11 +158,11 @@ func TestFieldManagerOf(t *testing.T) {
 		{"a create", "", obj(kubelet("2026-12-05T10:00:05Z")), nil, "kubelet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := &admissionv1.AdmissionRequest{Object: runtime.RawExtension{Raw: tc.obj}, OldObject: runtime.RawExtension{Raw: tc.old}}
+			req := &admissionv1.AdmissionRequest{}
 			if tc.options != "" {
 				req.Options.Raw = []byte(tc.options)
 			}
-			if got := fieldManagerOf(req); got != tc.want {
+			if got := fieldManagerOf(req, decode(tc.obj), decode(tc.old)); got != tc.want {
 				t.Errorf("fieldManagerOf = %q, want %q", got, tc.want)
 			}
 		})

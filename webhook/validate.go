@@ -129,8 +129,9 @@ type reviewed struct {
 	// decided: the request was put to the policy (or its failure policy)
 	// and the decision recorded.
 	decided bool
-	// object is the incoming object, when the request was decided.
-	object map[string]any
+	// object is the incoming object, when the request was decided, and
+	// old the object it replaces (an update's).
+	object, old map[string]any
 }
 
 func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionRequest) reviewed {
@@ -156,7 +157,7 @@ func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionReques
 		return v.undecided(ctx, req, gvk, guard, want.Source, nil, nil, errors.New("driftguard is overloaded"))
 	}
 	defer v.release()
-	incoming, changes, err := v.changesOf(req, want)
+	incoming, old, changes, err := v.changesOf(req, want)
 	if err != nil {
 		return v.undecided(ctx, req, gvk, guard, want.Source, nil, nil, err)
 	}
@@ -194,7 +195,7 @@ func (v *Validator) review(ctx context.Context, req *admissionv1.AdmissionReques
 		RequestUID: string(req.UID), DryRun: c.DryRun, PolicyAction: string(res.PolicyAction),
 	}
 	v.Audit.Log(ctx, rec)
-	out := reviewed{resp: allowed(), decided: true, object: incoming}
+	out := reviewed{resp: allowed(), decided: true, object: incoming, old: old}
 	switch d.Action {
 	case policy.Deny:
 		out.resp = denied(denialMessage(key, want, req, changes, d))
@@ -321,31 +322,30 @@ func evictionAsDelete(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionR
 	return &del
 }
 
-// changesOf returns the incoming object and what the request changes. An
+// changesOf returns the incoming object, the old one (an update's) and
+// what the request changes. An
 // UPDATE is what it changes in the object it replaces (drift.Edits), with
 // Git's value beside each field, so that a person is decided on their own
 // change, not on earlier drift. A CREATE of an object Git has is compared
 // with Git. A scale is the change of replicas. Another subresource (a pod's
 // ephemeral containers, resize) is what it changes in the object.
-func (v *Validator) changesOf(req *admissionv1.AdmissionRequest, want *render.Object) (map[string]any, []drift.Change, error) {
+func (v *Validator) changesOf(req *admissionv1.AdmissionRequest, want *render.Object) (obj, old map[string]any, _ []drift.Change, err error) {
 	raw := req.Object.Raw
 	if req.Operation == admissionv1.Delete {
 		raw = req.OldObject.Raw
 	}
 	if len(raw) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	obj, err := decodeObject(raw)
-	if err != nil {
-		return nil, nil, fmt.Errorf("decode %s of %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err)
+	if obj, err = decodeObject(raw); err != nil {
+		return nil, nil, nil, fmt.Errorf("decode %s of %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err)
 	}
 	if req.Operation == admissionv1.Delete {
-		return obj, nil, nil
+		return obj, nil, nil, nil
 	}
-	var old map[string]any
 	if len(req.OldObject.Raw) > 0 {
 		if old, err = decodeObject(req.OldObject.Raw); err != nil {
-			return nil, nil, fmt.Errorf("decode the old %s of %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err)
+			return nil, nil, nil, fmt.Errorf("decode the old %s of %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err)
 		}
 	}
 	var opts drift.Options
@@ -353,15 +353,15 @@ func (v *Validator) changesOf(req *admissionv1.AdmissionRequest, want *render.Ob
 		opts = v.WriteOptions(want.Obj(), obj, req.UserInfo.Username)
 	}
 	if req.SubResource == "scale" {
-		return obj, scaleChanges(drift.WithoutIgnored(want.Obj().Object, opts), old, obj), nil
+		return obj, old, scaleChanges(drift.WithoutIgnored(want.Obj().Object, opts), old, obj), nil
 	}
 	if old == nil {
 		if v.Options != nil {
 			opts = v.Options(want.Obj(), obj)
 		}
-		return obj, want.Drift(obj, opts), nil
+		return obj, old, want.Drift(obj, opts), nil
 	}
-	return obj, drift.Edits(old, obj, want.Obj().Object, opts), nil
+	return obj, old, drift.Edits(old, obj, want.Obj().Object, opts), nil
 }
 
 // scaleChanges is the change of replicas a scale makes (old and updated are

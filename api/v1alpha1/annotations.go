@@ -52,9 +52,10 @@ type ChangedBy struct {
 	Groups     []string  `json:"groups,omitempty"`
 	Time       time.Time `json:"time"`
 	RequestUID string    `json:"requestUID,omitempty"`
-	// Manager is the field manager the request named (its options), the
-	// writer's choice: self-heal reads what an entry of that name owns as
-	// this writer's, whatever the name.
+	// Manager is the field manager of the write (the request's, else the
+	// managed-fields entry it changed), the writer's choice: self-heal
+	// reads what an entry of that name owns as this writer's, whatever the
+	// name.
 	Manager string `json:"manager,omitempty"`
 	// MAC proves the guard issued the stamp for this object (package stamp);
 	// a stamp without a valid MAC is a claim, not an identity.
