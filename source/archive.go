@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/driftguard/driftguard/render"
 )
@@ -122,6 +123,11 @@ func entryPath(name string) (string, error) {
 	}
 	if path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
 		return "", fmt.Errorf("entry %s leaves the archive", name)
+	}
+	// A file system's paths are UTF-8 (fs.ValidPath): a file kept under
+	// another name could be listed but never opened.
+	if !utf8.ValidString(p) {
+		return "", fmt.Errorf("entry %q has a path that is not UTF-8", name)
 	}
 	return p, nil
 }

@@ -63,6 +63,7 @@ func TestUntar(t *testing.T) {
 		{"truncated", tgz(t, entry{"a.yaml", tar.TypeReg, strings.Repeat("a", 4096)})[:40], nil, ""},
 		{"a file, then below it", tgz(t, entry{"a", tar.TypeReg, "x"}, entry{"a/b.yaml", tar.TypeReg, "y"}), nil, "entry a/b.yaml is below a, which is a file"},
 		{"a file, then as a folder", tgz(t, entry{"c/a/b.yaml", tar.TypeReg, "y"}, entry{"./c/a", tar.TypeReg, "x"}), nil, "entry ./c/a is a file and the folder of an entry before it"},
+		{"a path that is not UTF-8", tgz(t, entry{"long/n\xc9n.yaml", tar.TypeReg, "x"}), nil, `entry "long/n\xc9n.yaml" has a path that is not UTF-8`},
 		{"a path longer than PATH_MAX", tgz(t, entry{strings.Repeat("a/", 2100) + "f.yaml", tar.TypeReg, "x"}), nil, "has a path of 4206 bytes, more than 4096"},
 		// Each folder is kept, and each path walked up to its root: the
 		// folders count with the files.
