@@ -56,6 +56,10 @@ func Start(root string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create git home: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(homeConfig), 0o644); err != nil {
+		os.RemoveAll(home)
+		return nil, fmt.Errorf("write git home's configuration: %w", err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		os.RemoveAll(home)
@@ -67,6 +71,26 @@ func Start(root string) (*Server, error) {
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
 }
+
+// homeConfig is the configuration of every git process the server starts,
+// on either side: the working clones' committer, and no automatic
+// housekeeping (git commit started git maintenance, and every push to the
+// server git gc, each a process that found nothing to do: a tenth of the
+// git processes of a make test).
+const homeConfig = `[user]
+	name = driftguard test
+	email = test@driftguard.invalid
+[commit]
+	gpgsign = false
+[tag]
+	gpgsign = false
+[gc]
+	auto = 0
+[maintenance]
+	auto = false
+[receive]
+	autogc = false
+`
 
 // newHandler wraps git http-backend as a CGI handler.
 func (s *Server) newHandler() http.Handler {

@@ -147,8 +147,8 @@ func runHelm(job *helmJob, lim Limits) (*helmResult, error) {
 		"GOTRACEBACK=single",
 	}
 	// A guard built with the race detector (its tests) starts a child
-	// built with it too: the child follows the guard's race settings
-	// (GORACE; make test's atexit_sleep_ms=0 spares a second per chart).
+	// built with it too, which follows the guard's race settings (make
+	// test's GORACE=atexit_sleep_ms=0 spares a second per chart).
 	if v, ok := os.LookupEnv("GORACE"); ok {
 		cmd.Env = append(cmd.Env, "GORACE="+v)
 	}
