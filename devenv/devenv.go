@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -278,7 +279,7 @@ func (c *Cluster) startControlPlane(o Options) error {
 		c.etcdPID, c.apiPID, c.apiLog = pids[0], pids[1], apiLog
 		c.apiArgv = cmdline(c.apiPID)
 	}
-	if c.guard, err = startGuard(pids); err != nil {
+	if c.guard, err = startGuard(pids, c.tempDirs()); err != nil {
 		return err
 	}
 
@@ -287,6 +288,20 @@ func (c *Cluster) startControlPlane(o Options) error {
 		return fmt.Errorf("devenv: writing the admin kubeconfig: %w", err)
 	}
 	return nil
+}
+
+// tempDirs are the folders Stop removes: those envtest made in the
+// temporary folder (etcd's data, the API server's and the webhooks'
+// certificates) and Dir when Start made it.
+func (c *Cluster) tempDirs() []string {
+	var dirs []string
+	if c.Env != nil {
+		dirs = append(dirs, c.Env.ControlPlane.Etcd.DataDir, c.Env.ControlPlane.GetAPIServer().CertDir, c.Env.WebhookInstallOptions.LocalServingCertDir)
+	}
+	if c.removeDir {
+		dirs = append(dirs, c.Dir)
+	}
+	return slices.DeleteFunc(dirs, func(d string) bool { return d == "" })
 }
 
 // AddUser creates a user authenticated by a client certificate (envtest

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,12 +293,14 @@ type crashReport struct {
 	Dir      string         `json:"dir"`
 	Children map[int]string `json:"children"` // all child processes of the helper
 	Own      map[string]int `json:"own"`      // Cluster.PIDs()
+	Temp     []string       `json:"temp"`     // the folders Stop removes
 }
 
 // TestChildrenDieWithParent starts a simulated cluster in a helper process,
 // kills the helper with SIGKILL and checks that the processes devenv started
 // die with it: its own children through Pdeathsig, envtest's etcd and
-// kube-apiserver through the guard.
+// kube-apiserver through the guard, which also removes the temporary
+// folders Stop would have (each run left a quarter of a gigabyte before).
 func TestChildrenDieWithParent(t *testing.T) {
 	if os.Getenv("DEVENV_CRASH_HELPER") == "1" {
 		c, err := Start(context.Background(), Options{Simulated: true})
@@ -305,7 +308,7 @@ func TestChildrenDieWithParent(t *testing.T) {
 			fmt.Println("ERROR", err)
 			os.Exit(1)
 		}
-		b, _ := json.Marshal(crashReport{Dir: c.Dir, Children: childPIDs(t), Own: c.PIDs()})
+		b, _ := json.Marshal(crashReport{Dir: c.Dir, Children: childPIDs(t), Own: c.PIDs(), Temp: c.tempDirs()})
 		fmt.Println("REPORT", string(b))
 		select {} // wait to be killed
 	}
@@ -341,7 +344,14 @@ func TestChildrenDieWithParent(t *testing.T) {
 		_ = cmd.Wait()
 		t.Fatal("helper exited without a report")
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(rep.Dir) })
+	if len(rep.Temp) < 4 {
+		t.Fatalf("temporary folders %q: want etcd's data, two of certificates and Dir", rep.Temp)
+	}
+	t.Cleanup(func() {
+		for _, d := range append(rep.Temp, rep.Dir) {
+			_ = os.RemoveAll(d)
+		}
+	})
 	own := map[int]bool{}
 	for _, pid := range rep.Own {
 		own[pid] = true
@@ -364,6 +374,14 @@ func TestChildrenDieWithParent(t *testing.T) {
 		for pid, name := range rep.Children {
 			if st := procState(pid); st != "" && st != "Z" {
 				return fmt.Errorf("%s (pid %d) in state %s", name, pid, st)
+			}
+		}
+		return nil
+	})
+	wait.Eventually(t, 10*time.Second, "the temporary folders removed", func() error {
+		for _, d := range rep.Temp {
+			if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%s: %v", d, err)
 			}
 		}
 		return nil
