@@ -21,8 +21,8 @@ type Repo struct {
 
 // NewRepo creates the bare repository NAME.git below the server's root with
 // default branch main, accepting pushes over HTTP, and a working clone of it
-// in a temporary folder, committing as the server's git home configures
-// (homeConfig). The clone is removed when the server closes.
+// in a temporary folder with user.name and user.email configured. The clone
+// is removed when the server closes.
 func (s *Server) NewRepo(name string) (*Repo, error) {
 	ctx := context.Background()
 	name = strings.TrimSuffix(name, ".git")
@@ -48,9 +48,12 @@ func (s *Server) NewRepo(name string) (*Repo, error) {
 	s.clones = append(s.clones, dir)
 	s.mu.Unlock()
 
-	// The committer and the rest come from the server's git home (homeConfig).
 	steps := [][]string{
 		{"init", "--quiet", "--initial-branch=main"},
+		{"config", "user.name", "driftguard test"},
+		{"config", "user.email", "test@driftguard.invalid"},
+		{"config", "commit.gpgsign", "false"},
+		{"config", "tag.gpgsign", "false"},
 		{"remote", "add", "origin", s.URL(name)},
 	}
 	for _, args := range steps {

@@ -73,18 +73,11 @@ func Start(root string) (*Server, error) {
 }
 
 // homeConfig is the configuration of every git process the server starts,
-// on either side: the working clones' committer, and no automatic
-// housekeeping (git commit started git maintenance, and every push to the
-// server git gc, each a process that found nothing to do: a tenth of the
-// git processes of a make test).
-const homeConfig = `[user]
-	name = driftguard test
-	email = test@driftguard.invalid
-[commit]
-	gpgsign = false
-[tag]
-	gpgsign = false
-[gc]
+// on either side: no automatic housekeeping (git commit started git
+// maintenance, and every push to the server git gc, each a process that
+// found nothing to do). The working clones keep their committer in their
+// own configuration: tests run git in them with other homes.
+const homeConfig = `[gc]
 	auto = 0
 [maintenance]
 	auto = false
