@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build tools test-tools generate verify test test-unit test-e2e test-promrules fuzz fuzz-short bench bench-quick bench-scale bench-cel soak lint demo image image-docker clean
+.PHONY: all build tools test-tools generate verify test test-unit test-e2e test-norace test-promrules fuzz fuzz-short bench bench-quick bench-scale bench-cel soak lint demo image image-docker clean
 
 all: build
 
@@ -40,9 +40,8 @@ verify: generate ## Fail when generated files are stale
 # test's vet type-checks every dependency again, about 300 s of CPU cold.
 TEST_PACKAGES ?= 4
 TESTBIN ?= $(CURDIR)/bin/test
-# How make test builds its test binaries; fuzz-short and test-promrules
-# build theirs the same way, so that they reuse its compiled packages and
-# find its binaries up to date (one flag apart, every binary is built again).
+# How make test builds its test binaries (one flag apart, every package
+# is compiled again).
 TESTBUILDFLAGS = -race -vet=off -ldflags=-w
 # A race-built binary waits a second before it exits (GORACE's
 # atexit_sleep_ms, for goroutines still running to be caught): every test
@@ -51,40 +50,57 @@ TESTBUILDFLAGS = -race -vet=off -ldflags=-w
 # tests: 65 s, 25 without the wait).
 GORACE ?= atexit_sleep_ms=0
 export GORACE
+# What runs without the race detector (test-norace): rendering's tests
+# (rendering runs in one goroutine, a chart in a child process, and the
+# race detector made them ten times slower: their files are built !race)
+# and every fuzz target briefly (fuzz-short: seven times faster); beside
+# them the alert rules' test. They are built as the guard's binary is
+# (CGO_ENABLED=0 -trimpath), so that they reuse its compiled packages
+# (rendering's tests and the fuzz targets link 7 packages it does not),
+# and kept in bin/test-norace.
+NORACEBUILDFLAGS = -trimpath -vet=off -ldflags=-w
+NORACEBIN ?= $(CURDIR)/bin/test-norace
+NORACE_PACKAGES = ./render
 # The packages that take longest start first (go test starts packages in
 # the order named), so that the run does not end on them alone.
-TEST_FIRST = ./test/e2e ./test/faults ./test/install ./test/chart ./source ./test/workloadhealth ./render ./test/compiledlayer ./test/image
+TEST_FIRST = ./test/e2e ./test/faults ./test/install ./test/chart ./source ./test/workloadhealth ./test/compiledlayer ./test/image
 
 # On a cold machine the modules the tests build are downloaded while the
 # tools compile (tools/build.sh test is the test-tools target).
-test: ## Unit tests and the end-to-end suites on a real control plane, then every fuzz target briefly beside the alert rules' test
+test: ## Unit tests and the end-to-end suites on a real control plane, then what runs without the race detector (rendering, every fuzz target briefly) beside the alert rules' test
 	$(GO) mod download & a=$$!; (cd test/promrules && $(GO) mod download) & b=$$!; \
 		tools/build.sh test >/dev/null; s=$$?; wait $$a && wait $$b && exit $$s
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/driftguard-test ./cmd/driftguard
 	CI=true DRIFTGUARD_TEST_BINARY=$(CURDIR)/bin/driftguard-test $(GO) test $(TESTBUILDFLAGS) -count=1 -p $(TEST_PACKAGES) -o $(TESTBIN)/ -timeout 30m $(TEST_FIRST) ./...
-	$(MAKE) --no-print-directory -j2 -O fuzz-short test-promrules
+	$(MAKE) --no-print-directory -j2 -O test-norace test-promrules
 
-test-unit: ## Unit tests only (no control plane)
+test-norace: test-tools ## Rendering's tests and every fuzz target briefly, without the race detector (part of make test)
+	CI=true CGO_ENABLED=0 $(GO) test $(NORACEBUILDFLAGS) -count=1 -o $(NORACEBIN)/ -timeout 10m $(NORACE_PACKAGES)
+	$(MAKE) --no-print-directory fuzz-short
+
+test-unit: test-tools ## Unit tests only (no control plane; the sops CLI and helm from the tools); rendering's also without the race detector
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /devenv)
+	$(GO) test -count=1 $(NORACE_PACKAGES)
 
 test-e2e: test-tools ## End-to-end suites only
 	CI=true $(GO) test -count=1 -timeout 30m ./test/...
 
 # test/promrules is a module of its own (Prometheus's packages); -mod=mod
-# lets it follow a change of the guard's go.mod. With -race, as above, it
-# reuses the packages `go test -race ./...` built: a cold run compiles only
-# Prometheus's (docs/observability.md).
+# lets it follow a change of the guard's go.mod. Built as test-norace's
+# binaries are, it reuses the packages of the guard's binary and, for the
+# cloud clients Prometheus links (AWS, Azure, Google), of the sops CLI in
+# the tools (docs/observability.md).
 test-promrules: test-tools ## The chart's alerts and dashboards under Prometheus's query engine and rule evaluator, over a running guard
-	cd test/promrules && CI=true $(GO) test $(TESTBUILDFLAGS) -mod=mod -count=1 -o $(TESTBIN)/ -timeout 20m ./...
+	cd test/promrules && CI=true CGO_ENABLED=0 $(GO) test $(NORACEBUILDFLAGS) -mod=mod -count=1 -o $(NORACEBIN)/ -timeout 20m ./...
 
-# fuzz-short builds its binaries as make test's go test -race does, so a
-# cold run compiles no package again (coverage-guided fuzzing, make fuzz,
+# fuzz-short builds its binaries as test-norace does, so a cold run
+# compiles no package again (coverage-guided fuzzing, make fuzz,
 # instruments every package: ten minutes of a cold make test).
-fuzz-short: ## Every fuzz target for 500 mutated inputs under the race detector (part of make test; docs/security.md, Fuzzing)
-	GO=$(GO) FUZZTIME=500x FUZZBUILDFLAGS="$(TESTBUILDFLAGS)" FUZZBINDIR=$(TESTBIN) tools/fuzz.sh
+fuzz-short: test-tools ## Every fuzz target for 500 mutated inputs (part of make test; docs/security.md, Fuzzing)
+	CGO_ENABLED=0 GO=$(GO) FUZZTIME=500x FUZZBUILDFLAGS="$(NORACEBUILDFLAGS)" FUZZBINDIR=$(NORACEBIN) tools/fuzz.sh
 
 FUZZTIME ?= 90s
-fuzz: ## Every fuzz target for FUZZTIME (90s) on one worker each; figures per target (FUZZREPORT=file for a table)
+fuzz: test-tools ## Every fuzz target for FUZZTIME (90s) on one worker each; figures per target (FUZZREPORT=file for a table)
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZPARALLEL=$(or $(FUZZPARALLEL),1) tools/fuzz.sh
 
 bench: test-tools ## Every benchmark against its target on a real API server and Git server (under 15 minutes): one `bench:` line per figure, bench/results.json (docs/performance.md)

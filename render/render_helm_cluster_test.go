@@ -1,3 +1,9 @@
+// Rendering runs in one goroutine (a chart in a child process), and the
+// race detector made these tests ten times slower: make test runs them
+// without it (make test-norace), the store's and the rest with it.
+
+//go:build !race
+
 package render
 
 import (

@@ -2,7 +2,7 @@
 # Builds the binaries driftguard's tests and demo need into a cache outside the
 # work tree, keyed by version, and prints the folder. A second run takes seconds.
 #   tools/build.sh            build everything (kube-apiserver, etcd, kcm, scheduler,
-#                             kubectl, kwok, helm, minio, controller-gen, golangci-lint)
+#                             kubectl, kwok, helm, minio, sops, controller-gen, golangci-lint)
 #   tools/build.sh test       only what the tests and the demo run (no controller-gen,
 #                             no golangci-lint: make test on a cold machine skips ~15 minutes)
 #   tools/build.sh --print    print the folder only
@@ -11,8 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.7.0
-# KWOK, Helm and MinIO are built from this module too (tools.go): their
-# versions are the ones go.mod requires.
+# KWOK, Helm, MinIO and sops are built from this module too (tools.go):
+# their versions are the ones go.mod requires.
 KWOK_VERSION=$(awk '$1 == "sigs.k8s.io/kwok" {print $2}' "$here/go.mod")
 HELM_VERSION=$(awk '$1 == "helm.sh/helm/v4" {print $2}' "$here/go.mod")
 CONTROLLER_GEN_VERSION=v0.20.1
@@ -20,6 +20,10 @@ GOLANGCI_VERSION=v2.15.0
 # MinIO's server (S3-compatible buckets in tests) has no semver tags: a
 # pseudo-version.
 MINIO_VERSION=$(awk '$1 == "github.com/minio/minio" {print $2}' "$here/go.mod")
+# The sops CLI encrypts the tests' SOPS files (render/sopstest): the tests
+# run it rather than link the sops library, whose KMS clients the guard
+# does not link.
+SOPS_VERSION=$(awk '$1 == "github.com/getsops/sops/v3" {print $2}' "$here/go.mod")
 
 cache=${DRIFTGUARD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/driftguard/tools}
 bin="$cache/$KUBE_VERSION"
@@ -30,7 +34,7 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
 
 # want NAME PKG STAMP: NAME is to be built from PKG (the tools module's
-# Kubernetes, etcd, KWOK, Helm and MinIO) unless the cache holds it at STAMP (a
+# Kubernetes, etcd, KWOK, Helm, MinIO and sops) unless the cache holds it at STAMP (a
 # stamp file records which version it is). They are built by one go build
 # below: the packages they share compile once, and one links while others
 # compile. go.mod requires the main module's versions of the modules both
@@ -62,6 +66,7 @@ want kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$KUBE_VERSION"
 want kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 want helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION"
 want minio github.com/minio/minio "$MINIO_VERSION"
+want sops github.com/getsops/sops/v3/cmd/sops "$SOPS_VERSION"
 
 # The linters and controller-gen, for make lint and make generate only, are
 # go installs of modules of their own, in the background.

@@ -21,15 +21,17 @@
 # FUZZBUILDFLAGS how each package's test binary is built (default -fuzz=.:
 #                coverage instrumentation of every package it links, which
 #                a cold build cache compiles anew). make test's brief run
-#                passes -race -vet=off -ldflags=-w instead (go test -c
-#                vets too, unless told not to): the binaries then reuse
-#                the packages its go test -race compiled, and the fuzzer
-#                mutates the seeds without coverage guidance, under the
-#                race detector.
+#                passes -trimpath -vet=off -ldflags=-w with CGO_ENABLED=0
+#                instead (go test -c vets too, unless told not to), as the
+#                guard's binary is built: the binaries then reuse the
+#                packages that build compiled, and the fuzzer mutates the
+#                seeds without coverage guidance (and without the race
+#                detector, which made it seven times slower).
 # FUZZBINDIR     where each package's test binary is written, named as
 #                go test -o DIR/ names it (default: a temporary folder).
-#                make test passes bin/test with the flags its go test used:
-#                the binaries are then up to date and are not linked again.
+#                make test passes bin/test-norace, where test-norace's go
+#                test writes its binaries with the same flags: they are
+#                then up to date and are not linked again.
 # FUZZREPORT     a file to write one tab-separated line per target to:
 #                package, target, time, executions, new interesting,
 #                corpus total, result.

@@ -1,23 +1,22 @@
-// Package sopstest encrypts files for tests the way the sops CLI does
-// (`sops encrypt --age RECIPIENT`), with the sops library itself, so tests
-// decrypt exactly what users commit.
+// Package sopstest encrypts and decrypts files for tests with the sops CLI
+// itself (`sops encrypt --age RECIPIENT`, `sops decrypt`), so that tests
+// decrypt exactly what users commit. tools/build.sh builds the CLI, at the
+// version tools/go.mod requires, into the folder it prints, which make
+// exports as KUBEBUILDER_ASSETS; the tests do not link the sops library
+// (its root package imports every KMS client: about 575 packages that
+// the guard does not link and a cold make test would compile again).
 package sopstest
 
 import (
-	"context"
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
-	"time"
 
 	"filippo.io/age"
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
-	sopsage "github.com/getsops/sops/v3/age"
-	"github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/keyservice"
-	sopsjson "github.com/getsops/sops/v3/stores/json"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 )
 
 // Key is a new age key pair.
@@ -57,129 +56,92 @@ type Options struct {
 	MACOnlyEncrypted bool
 }
 
-// Encrypt encrypts plain (a YAML or JSON file) for the age recipients as
-// `sops encrypt` does: a new data key, the values encrypted with AES-GCM,
-// the MAC over the plain values, the data key encrypted for each recipient.
+func (o Options) flags() []string {
+	var args []string
+	for _, f := range []struct{ name, value string }{
+		{"--encrypted-regex", o.EncryptedRegex},
+		{"--unencrypted-suffix", o.UnencryptedSuffix},
+		{"--encrypted-suffix", o.EncryptedSuffix},
+		{"--unencrypted-regex", o.UnencryptedRegex},
+		{"--encrypted-comment-regex", o.EncryptedCommentRegex},
+		{"--unencrypted-comment-regex", o.UnencryptedCommentRegex},
+	} {
+		if f.value != "" {
+			args = append(args, f.name, f.value)
+		}
+	}
+	if o.MACOnlyEncrypted {
+		args = append(args, "--mac-only-encrypted")
+	}
+	return args
+}
+
+// Encrypt encrypts plain (a YAML or JSON file) for the age recipients with
+// `sops --encrypt --age RECIPIENTS` and the rule's flag: a new data key,
+// the values encrypted with AES-GCM, the MAC over the plain values, the
+// data key encrypted for each recipient. (The CLI's encrypt subcommand
+// takes neither --mac-only-encrypted nor the comment rules.)
 func Encrypt(plain []byte, o Options, recipients ...string) ([]byte, error) {
-	type store interface {
-		LoadPlainFile([]byte) (sops.TreeBranches, error)
-		EmitEncryptedFile(sops.Tree) ([]byte, error)
-	}
-	var st store = sopsyaml.NewStore(&config.YAMLStoreConfig{})
-	if o.JSON {
-		st = sopsjson.NewStore(&config.JSONStoreConfig{})
-	}
-	branches, err := st.LoadPlainFile(plain)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := sopsage.MasterKeysFromRecipients(strings.Join(recipients, ","))
-	if err != nil {
-		return nil, err
-	}
-	var group sops.KeyGroup
-	for _, k := range keys {
-		group = append(group, k)
-	}
-	md := sops.Metadata{
-		KeyGroups:               []sops.KeyGroup{group},
-		Version:                 sopsVersion,
-		EncryptedRegex:          o.EncryptedRegex,
-		UnencryptedSuffix:       o.UnencryptedSuffix,
-		EncryptedSuffix:         o.EncryptedSuffix,
-		UnencryptedRegex:        o.UnencryptedRegex,
-		EncryptedCommentRegex:   o.EncryptedCommentRegex,
-		UnencryptedCommentRegex: o.UnencryptedCommentRegex,
-		MACOnlyEncrypted:        o.MACOnlyEncrypted,
-	}
-	if md.EncryptedRegex == "" && md.UnencryptedSuffix == "" && md.EncryptedSuffix == "" && md.UnencryptedRegex == "" &&
-		md.EncryptedCommentRegex == "" && md.UnencryptedCommentRegex == "" {
-		md.UnencryptedSuffix = "_unencrypted"
-	}
-	tree := sops.Tree{Branches: branches, Metadata: md}
-	dataKey, errs := tree.GenerateDataKeyWithKeyServices([]keyservice.KeyServiceClient{keyservice.NewLocalClient()})
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("generate data key: %v", errs)
-	}
-	// As the CLI's common.EncryptTree: encrypt, then the MAC with the
-	// modification time as additional data.
-	cipher := aes.NewCipher()
-	mac, err := tree.Encrypt(dataKey, cipher)
-	if err != nil {
-		return nil, err
-	}
-	tree.Metadata.LastModified = time.Now().UTC()
-	if tree.Metadata.MessageAuthenticationCode, err = cipher.Encrypt(mac, dataKey, tree.Metadata.LastModified.Format(time.RFC3339)); err != nil {
-		return nil, err
-	}
-	return st.EmitEncryptedFile(tree)
+	args := append([]string{"--encrypt", "--age", strings.Join(recipients, ",")}, o.flags()...)
+	return run(plain, o.JSON, nil, args...)
 }
 
-// Decrypt decrypts a SOPS file with the sops library itself, as
-// `sops decrypt` does, with the age identities given (and no other key
-// source), and verifies its MAC: the reference that tests compare other
-// decryption with.
+// Decrypt decrypts a SOPS file with `sops --decrypt`, with the age
+// identities given (and no other key source), and verifies its MAC: the
+// reference that tests compare other decryption with.
 func Decrypt(data []byte, json bool, identities ...string) ([]byte, error) {
-	type store interface {
-		LoadEncryptedFile([]byte) (sops.Tree, error)
-		EmitPlainFile(sops.TreeBranches) ([]byte, error)
+	return run(data, json, []string{"SOPS_AGE_KEY=" + strings.Join(identities, "\n")}, "--decrypt")
+}
+
+// run runs the sops CLI with args on input, written to a file in an empty
+// folder that is also its home, with an empty configuration file, so that
+// no .sops.yaml, key file or SSH key of the machine takes part, and
+// returns its output.
+func run(input []byte, json bool, env []string, args ...string) ([]byte, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
 	}
-	var st store = sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	dir, err := os.MkdirTemp("", "sopstest-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	config := filepath.Join(dir, ".sops.yaml")
+	if err := os.WriteFile(config, nil, 0o600); err != nil {
+		return nil, err
+	}
+	format := "yaml"
 	if json {
-		st = sopsjson.NewStore(&config.JSONStoreConfig{})
+		format = "json"
 	}
-	tree, err := st.LoadEncryptedFile(data)
-	if err != nil {
+	file := filepath.Join(dir, "file."+format)
+	if err := os.WriteFile(file, input, 0o600); err != nil {
 		return nil, err
 	}
-	var ids sopsage.ParsedIdentities
-	if err := ids.Import(identities...); err != nil {
-		return nil, err
+	args = append([]string{"--config", config}, args...)
+	args = append(args, "--input-type", format, "--output-type", format, file)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"HOME=" + dir, "XDG_CONFIG_HOME=" + dir}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("sops %s: %w: %s", args[2], err, strings.TrimSpace(stderr.String()))
 	}
-	svc := keyservice.NewCustomLocalClient(ageService{ids: ids})
-	dataKey, err := tree.Metadata.GetDataKeyWithKeyServices([]keyservice.KeyServiceClient{svc}, sops.DefaultDecryptionOrder)
-	if err != nil {
-		return nil, err
-	}
-	cipher := aes.NewCipher()
-	mac, err := tree.Decrypt(dataKey, cipher)
-	if err != nil {
-		return nil, err
-	}
-	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
-	if err != nil {
-		return nil, err
-	}
-	if stored != mac {
-		return nil, sops.MacMismatch
-	}
-	return st.EmitPlainFile(tree.Branches)
+	return stdout.Bytes(), nil
 }
 
-// ageService decrypts data keys with age identities held in memory; it
-// never reads SOPS_AGE_KEY or key files.
-type ageService struct {
-	ids sopsage.ParsedIdentities
-}
-
-func (s ageService) Encrypt(context.Context, *keyservice.EncryptRequest) (*keyservice.EncryptResponse, error) {
-	return nil, errors.New("encryption is not supported")
-}
-
-func (s ageService) Decrypt(_ context.Context, req *keyservice.DecryptRequest) (*keyservice.DecryptResponse, error) {
-	ak := req.GetKey().GetAgeKey()
-	if ak == nil {
-		return nil, errors.New("only age keys are supported")
+// Binary is the sops CLI the helpers run: sops in KUBEBUILDER_ASSETS, the
+// folder tools/build.sh builds it into (make sets the variable).
+func Binary() (string, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		return "", errors.New("sopstest: KUBEBUILDER_ASSETS is not set; tools/build.sh test (make test-tools) builds the sops CLI into the folder it prints")
 	}
-	mk := &sopsage.MasterKey{Recipient: ak.Recipient, EncryptedKey: string(req.GetCiphertext())}
-	s.ids.ApplyToMasterKey(mk)
-	plain, err := mk.Decrypt()
-	if err != nil {
-		return nil, err
+	bin := filepath.Join(assets, "sops")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("sopstest: no sops CLI in KUBEBUILDER_ASSETS (tools/build.sh test builds it): %w", err)
 	}
-	return &keyservice.DecryptResponse{Plaintext: plain}, nil
+	return bin, nil
 }
-
-// sopsVersion is the version of the sops library in go.mod, which the CLI
-// of the same version writes into the metadata.
-const sopsVersion = "3.13.3"
