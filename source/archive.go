@@ -64,7 +64,7 @@ func untarWithin(r io.Reader, maxBytes int64, maxEntries int) (map[string][]byte
 			continue
 		case tar.TypeReg:
 		default:
-			return nil, fmt.Errorf("entry %s is not a regular file or folder (type %q): artifacts hold files only", hdr.Name, hdr.Typeflag)
+			return nil, fmt.Errorf("entry %q is not a regular file or folder (type %q): artifacts hold files only", hdr.Name, hdr.Typeflag)
 		}
 		if name == "" {
 			return nil, fmt.Errorf("entry %q has no name", hdr.Name)
@@ -72,14 +72,14 @@ func untarWithin(r io.Reader, maxBytes int64, maxEntries int) (map[string][]byte
 		// A path is a file or a folder, not both, as in Git: the files
 		// make a tree, which every reader of it sees the same way.
 		if dirs[name] {
-			return nil, fmt.Errorf("entry %s is a file and the folder of an entry before it", hdr.Name)
+			return nil, fmt.Errorf("entry %q is a file and the folder of an entry before it", hdr.Name)
 		}
 		// Folders count with files: a path of thousands of folders is
 		// thousands of entries to keep (and walking up each is the path's
 		// length again).
 		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
 			if _, ok := files[d]; ok {
-				return nil, fmt.Errorf("entry %s is below %s, which is a file", hdr.Name, d)
+				return nil, fmt.Errorf("entry %q is below %q, which is a file", hdr.Name, d)
 			}
 			if len(files)+len(dirs) >= maxEntries {
 				return nil, entriesError(maxEntries)
@@ -115,14 +115,14 @@ func entriesError(max int) *render.LimitError {
 // entryPath cleans the path of an archive entry; "" is the root.
 func entryPath(name string) (string, error) {
 	if len(name) > maxEntryPath {
-		return "", fmt.Errorf("entry %.64s… has a path of %d bytes, more than %d", name, len(name), maxEntryPath)
+		return "", fmt.Errorf("entry %.64q… has a path of %d bytes, more than %d", name, len(name), maxEntryPath)
 	}
 	p := path.Clean(strings.TrimPrefix(strings.ReplaceAll(name, "\\", "/"), "./"))
 	if p == "." {
 		return "", nil
 	}
 	if path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
-		return "", fmt.Errorf("entry %s leaves the archive", name)
+		return "", fmt.Errorf("entry %q leaves the archive", name)
 	}
 	// A file system's paths are UTF-8 (fs.ValidPath): a file kept under
 	// another name could be listed but never opened.

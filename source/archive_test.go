@@ -56,13 +56,16 @@ func TestUntar(t *testing.T) {
 		wantErr string
 	}{
 		{"files and folders", tgz(t, entry{"./", tar.TypeDir, ""}, entry{"./a.yaml", tar.TypeReg, "a"}, entry{"sub/", tar.TypeDir, ""}, entry{"sub/b.yaml", tar.TypeReg, "b"}), []string{"a.yaml", "sub/b.yaml"}, ""},
-		{"leaves the archive", tgz(t, entry{"../evil.yaml", tar.TypeReg, "x"}), nil, "entry ../evil.yaml leaves the archive"},
-		{"absolute", tgz(t, entry{"/etc/passwd", tar.TypeReg, "x"}), nil, "entry /etc/passwd leaves the archive"},
-		{"symlink", tgz(t, entry{"link.yaml", tar.TypeSymlink, ""}), nil, "entry link.yaml is not a regular file or folder"},
+		{"leaves the archive", tgz(t, entry{"../evil.yaml", tar.TypeReg, "x"}), nil, `entry "../evil.yaml" leaves the archive`},
+		// A publisher's names reach conditions and logs quoted: a line
+		// break or a terminal escape in a name stays visible text.
+		{"a name with a line break", tgz(t, entry{"../a\n\x1b[2Jb.yaml", tar.TypeReg, "x"}), nil, `entry "../a\n\x1b[2Jb.yaml" leaves the archive`},
+		{"absolute", tgz(t, entry{"/etc/passwd", tar.TypeReg, "x"}), nil, `entry "/etc/passwd" leaves the archive`},
+		{"symlink", tgz(t, entry{"link.yaml", tar.TypeSymlink, ""}), nil, `entry "link.yaml" is not a regular file or folder`},
 		{"not gzip", []byte("plain text"), nil, "not a gzip archive"},
 		{"truncated", tgz(t, entry{"a.yaml", tar.TypeReg, strings.Repeat("a", 4096)})[:40], nil, ""},
-		{"a file, then below it", tgz(t, entry{"a", tar.TypeReg, "x"}, entry{"a/b.yaml", tar.TypeReg, "y"}), nil, "entry a/b.yaml is below a, which is a file"},
-		{"a file, then as a folder", tgz(t, entry{"c/a/b.yaml", tar.TypeReg, "y"}, entry{"./c/a", tar.TypeReg, "x"}), nil, "entry ./c/a is a file and the folder of an entry before it"},
+		{"a file, then below it", tgz(t, entry{"a", tar.TypeReg, "x"}, entry{"a/b.yaml", tar.TypeReg, "y"}), nil, `entry "a/b.yaml" is below "a", which is a file`},
+		{"a file, then as a folder", tgz(t, entry{"c/a/b.yaml", tar.TypeReg, "y"}, entry{"./c/a", tar.TypeReg, "x"}), nil, `entry "./c/a" is a file and the folder of an entry before it`},
 		{"a path that is not UTF-8", tgz(t, entry{"long/n\xc9n.yaml", tar.TypeReg, "x"}), nil, `entry "long/n\xc9n.yaml" has a path that is not UTF-8`},
 		{"a path longer than PATH_MAX", tgz(t, entry{strings.Repeat("a/", 2100) + "f.yaml", tar.TypeReg, "x"}), nil, "has a path of 4206 bytes, more than 4096"},
 		// Each folder is kept, and each path walked up to its root: the
