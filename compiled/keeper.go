@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -80,6 +81,12 @@ type KeeperOptions struct {
 type writtenObject struct {
 	digest          string
 	resourceVersion string
+	// uid and generation are the object's after the write; a ConfigMap
+	// has no generation (0). A write of a policy's status (the controller
+	// manager's type checking) changes its resourceVersion, not its
+	// generation; an object deleted and made again has another uid.
+	uid        types.UID
+	generation int64
 }
 
 // NewKeeper returns a Keeper ready to Run.
@@ -253,7 +260,11 @@ func (k *Keeper) wanted(ctx context.Context, ix *Index) ([]client.Object, []stri
 
 // writeChanged writes, in order, each object whose digest differs from the
 // last one written, or (live read) whose live copy differs from what was
-// written: someone changed or deleted it, and it is restored.
+// written: someone changed or deleted it, and it is restored. A policy or
+// binding of the uid and generation written was not changed, whatever
+// its resourceVersion: the controller manager writes a policy's status
+// (its type checking), which is no one's change to restore (until
+// 2026-12-06 each policy was written again and logged as restored).
 func (k *Keeper) writeChanged(ctx context.Context, order []client.Object, digests []string, live map[string]*metav1.PartialObjectMetadata) error {
 	var errs []error
 	for i, o := range order {
@@ -263,12 +274,13 @@ func (k *Keeper) writeChanged(ctx context.Context, order []client.Object, digest
 			if live == nil {
 				continue
 			}
-			if l, ok := live[id]; ok && l.ResourceVersion == last.resourceVersion && l.Annotations[hashAnnotation] == digest {
+			if l, ok := live[id]; ok && l.Annotations[hashAnnotation] == digest &&
+				(l.ResourceVersion == last.resourceVersion || (last.generation > 0 && l.UID == last.uid && l.Generation == last.generation)) {
 				continue
 			}
 		}
 		setAnnotation(o, hashAnnotation, digest)
-		rv, err := k.apply(ctx, o)
+		w, err := k.apply(ctx, o)
 		if err != nil {
 			errs = append(errs, err)
 			delete(k.written, id)
@@ -277,7 +289,8 @@ func (k *Keeper) writeChanged(ctx context.Context, order []client.Object, digest
 		if seen && last.digest == digest {
 			k.Log.Info("restored a compiled admission object someone changed or deleted", "object", id)
 		}
-		k.written[id] = writtenObject{digest: digest, resourceVersion: rv}
+		w.digest = digest
+		k.written[id] = w
 	}
 	return errors.Join(errs...)
 }
@@ -349,11 +362,11 @@ func (k *Keeper) live(ctx context.Context) (map[string]*metav1.PartialObjectMeta
 }
 
 // apply writes o with server-side apply and returns the resourceVersion
-// it left.
-func (k *Keeper) apply(ctx context.Context, o client.Object) (string, error) {
+// and generation it left (the digest is the caller's to fill).
+func (k *Keeper) apply(ctx context.Context, o client.Object) (writtenObject, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
-		return "", fmt.Errorf("convert %s: %w", objectID(o), err)
+		return writtenObject{}, fmt.Errorf("convert %s: %w", objectID(o), err)
 	}
 	u := &unstructured.Unstructured{Object: m}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
@@ -361,14 +374,15 @@ func (k *Keeper) apply(ctx context.Context, o client.Object) (string, error) {
 	u.SetGroupVersionKind(gvkOf(o))
 	if err := k.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		if apierrors.IsNotFound(err) && o.GetNamespace() != "" && o.GetNamespace() != k.Config.Namespace {
-			return "", nil // the namespace went away: nothing left to protect there
+			return writtenObject{}, nil // the namespace went away: nothing left to protect there
 		}
-		return "", fmt.Errorf("apply %s: %w", objectID(o), err)
+		return writtenObject{}, fmt.Errorf("apply %s: %w", objectID(o), err)
 	}
 	if cm, ok := o.(*corev1.ConfigMap); ok {
-		return k.dropForeignEntries(ctx, cm, u)
+		rv, err := k.dropForeignEntries(ctx, cm, u)
+		return writtenObject{resourceVersion: rv}, err
 	}
-	return u.GetResourceVersion(), nil
+	return writtenObject{resourceVersion: u.GetResourceVersion(), uid: u.GetUID(), generation: u.GetGeneration()}, nil
 }
 
 // dropForeignEntries removes from an index ConfigMap the entries the guard

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,7 +53,7 @@ func TestCompiledMode(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = admin.Delete(ctx, g) })
 	records := &harness.Records{}
-	startGuard(t, filepath.Join(workDir, t.Name()), "compiled", records)
+	guardProcess := startGuard(t, filepath.Join(workDir, t.Name()), "compiled", records)
 	waitIndexed(t, ns, compiled.Key("", "configmaps", "settings"), "settings.yaml:1", rev)
 
 	// The webhooks are narrowed to what the policies leave.
@@ -107,6 +108,29 @@ func TestCompiledMode(t *testing.T) {
 		return r.Type == audit.Decision && r.User == "alice" && r.Action == "deny" && r.Object.Name == "listed"
 	})
 
+	// The guard trusts the API server's stamp on a resource from a settle
+	// (5 s) after the stamp policy it wrote matched it. The webhooks above
+	// were narrowed a settle after the first index the guard put in force,
+	// which may have come before the Guard's revision was rendered: the
+	// stamp policy may have matched ConfigMaps and Secrets later (under
+	// load, until 2026-12-06, alice's warned edit below then came within
+	// that settle and was recorded as nobody's).
+	wait.Eventually(t, 30*time.Second, "the stamp policy matches ConfigMaps and Secrets", func() error {
+		var m admissionregistrationv1.MutatingAdmissionPolicy
+		if err := admin.Get(ctx, types.NamespacedName{Name: webhookName + "-stamp"}, &m); err != nil {
+			return err
+		}
+		var resources []string
+		for _, r := range m.Spec.MatchConstraints.ResourceRules {
+			resources = append(resources, r.Resources...)
+		}
+		if !slices.Contains(resources, "configmaps") || !slices.Contains(resources, "secrets") {
+			return fmt.Errorf("rules %+v", m.Spec.MatchConstraints.ResourceRules)
+		}
+		return nil
+	})
+	time.Sleep(6 * time.Second) // the settle after which the guard trusts the stamp there
+
 	// Warn: admitted, stamped by the API server, reverted and attributed.
 	if err := kubectl("patch", "configmap", "soft", "--type=merge", "-p", `{"data":{"a":"by-hand"}}`); err != nil {
 		t.Fatalf("an edit in warn mode: %v", err)
@@ -130,19 +154,6 @@ func TestCompiledMode(t *testing.T) {
 	// the API server with hers, reverted and recorded as hers (until
 	// 2026-12-05 the stamp policy did not match Secrets here, the forged
 	// name was trusted and the system controller's change kept).
-	wait.Eventually(t, 30*time.Second, "the stamp policy matches Secrets", func() error {
-		var m admissionregistrationv1.MutatingAdmissionPolicy
-		if err := admin.Get(ctx, types.NamespacedName{Name: webhookName + "-stamp"}, &m); err != nil {
-			return err
-		}
-		for _, r := range m.Spec.MatchConstraints.ResourceRules {
-			if slices.Contains(r.Resources, "secrets") {
-				return nil
-			}
-		}
-		return fmt.Errorf("rules %+v", m.Spec.MatchConstraints.ResourceRules)
-	})
-	time.Sleep(6 * time.Second) // the settle (5 s) after which the guard trusts the stamp there
 	forged := fmt.Sprintf(`{"metadata":{"annotations":{%q:"system:kube-controller-manager"}},"stringData":{"k":"by-hand"}}`, v1alpha1.APIServerChangedByAnnotation)
 	if err := kubectl("patch", "secret", "token", "--type=merge", "-p", forged); err != nil {
 		t.Fatalf("an edit in revert mode: %v", err)
@@ -161,10 +172,30 @@ func TestCompiledMode(t *testing.T) {
 		return nil
 	})
 
+	// The controller manager writes each policy's status (its type
+	// checking): a new resourceVersion, the same generation, no one's
+	// change. (Until 2026-12-06 the guard's next full check wrote every
+	// policy again and logged it as restored.)
+	wait.Eventually(t, 30*time.Second, "the controller manager checked the policies' types", func() error {
+		var list admissionregistrationv1.ValidatingAdmissionPolicyList
+		if err := admin.List(ctx, &list, client.MatchingLabels{compiled.CompiledLabel: webhookName}); err != nil {
+			return err
+		}
+		for _, p := range list.Items {
+			if p.Status.TypeChecking == nil || p.Status.ObservedGeneration != p.Generation {
+				return fmt.Errorf("%s: status %+v", p.Name, p.Status)
+			}
+		}
+		if len(list.Items) == 0 {
+			return fmt.Errorf("no policies")
+		}
+		return nil
+	})
+
 	// An admin takes the index policy's binding away and empties a bucket
 	// of the index (a write that keeps the guard's annotations and, as for
 	// any ConfigMap, a generation of 0): the guard's next full check puts
-	// back both.
+	// back both, and nothing else.
 	index := types.NamespacedName{Namespace: ns, Name: webhookName + "-index"}
 	var before corev1.ConfigMap
 	if err := admin.Get(ctx, index, &before); err != nil {
@@ -197,4 +228,22 @@ func TestCompiledMode(t *testing.T) {
 		}
 		return nil
 	})
+	log, err := os.ReadFile(guardProcess.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restored []string
+	for line := range strings.Lines(string(log)) {
+		if strings.Contains(line, "restored a compiled admission object") {
+			var entry struct{ Object string }
+			if err := json.Unmarshal([]byte(line), &entry); err != nil {
+				t.Fatalf("guard log line %q: %v", line, err)
+			}
+			restored = append(restored, entry.Object)
+		}
+	}
+	slices.Sort(restored)
+	if want := []string{"ConfigMap/" + index.Namespace + "/" + index.Name, "ValidatingAdmissionPolicyBinding//" + index.Name}; !slices.Equal(restored, want) {
+		t.Errorf("restored %q, want %q (the policies' status is the controller manager's to write)", restored, want)
+	}
 }
