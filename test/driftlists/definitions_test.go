@@ -143,11 +143,21 @@ func TestDefinitionRecreatedWithOtherScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait.Eventually(t, 60*time.Second, "the definition gone", func() error {
-		err := admin.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+		var live apiextensionsv1.CustomResourceDefinition
+		err := admin.Get(ctx, client.ObjectKeyFromObject(crd), &live)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there: %v", err)
+		if err != nil {
+			return err
+		}
+		// The API server's finalizer removes its instances first: say
+		// where it is.
+		var conds []string
+		for _, c := range live.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+		}
+		return fmt.Errorf("still there: finalizers %v, conditions %v", live.Finalizers, conds)
 	})
 	create(apiextensionsv1.ClusterScoped)
 	scope(meta.RESTScopeNameRoot)

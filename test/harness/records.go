@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,9 +70,23 @@ func (r *Records) Wait(t testing.TB, timeout time.Duration, what string, match f
 			found = recs[0]
 			return nil
 		}
-		return fmt.Errorf("none among %d records", len(r.All()))
+		return fmt.Errorf("none among %d records%s", len(r.All()), r.summary(10))
 	})
 	return found
+}
+
+// summary lists the last n records in brief (type, action, user, object,
+// reason), for a failure to show what the guard recorded instead.
+func (r *Records) summary(n int) string {
+	all := r.All()
+	var b strings.Builder
+	for _, rec := range all[max(0, len(all)-n):] {
+		fmt.Fprintf(&b, "\n  %s %s by %q: %s %s/%s: %s", rec.Time.Format("15:04:05.000"), rec.Type, rec.User, rec.Object.Kind, rec.Object.Namespace, rec.Object.Name, rec.Action)
+		if rec.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", rec.Reason)
+		}
+	}
+	return b.String()
 }
 
 // Malformed returns lines that were not JSON records.
