@@ -80,10 +80,11 @@ type compiledLayer struct {
 	mapper   meta.RESTMapper
 
 	stampMu sync.Mutex
-	// stamped are the resources the stamp policy matches, counted from a
-	// settle after the policy naming them was written; stampWanted, those
-	// the last sync's policy names.
-	stamped, stampWanted map[schema.GroupResource]bool
+	// stampFrom holds the resources the last sync's stamp policy matches,
+	// each with the time from which the API server's stamp on it is
+	// trusted: a settle after the policy first named it since it last
+	// stopped naming it.
+	stampFrom map[schema.GroupResource]time.Time
 }
 
 // Leftover is what the webhooks decide of managed objects besides creates
@@ -132,40 +133,24 @@ func (l *compiledLayer) removing() {
 // stampResources records the resources of rs as those the stamp policy
 // matches: one it did not match before counts after wait (the API server
 // loads a changed policy from its informers), one it no longer matches at
-// once.
+// once. (Until 2026-12-06 a timer per sync counted the new ones: a
+// resource dropped and named again within a settle was trusted at the
+// first timer, before the API server had loaded the policy naming it
+// again.)
 func (l *compiledLayer) stampResources(rs []compiled.Resource, wait time.Duration) {
-	want := map[schema.GroupResource]bool{}
-	for _, r := range rs {
-		want[schema.GroupResource{Group: r.Group, Resource: r.Resource}] = true
-	}
+	from := time.Now().Add(wait)
 	l.stampMu.Lock()
 	defer l.stampMu.Unlock()
-	if l.stamped == nil {
-		l.stamped = map[schema.GroupResource]bool{}
-	}
-	var added []schema.GroupResource
-	for gr := range l.stamped {
-		if !want[gr] {
-			delete(l.stamped, gr)
+	next := make(map[schema.GroupResource]time.Time, len(rs))
+	for _, r := range rs {
+		gr := schema.GroupResource{Group: r.Group, Resource: r.Resource}
+		if t, ok := l.stampFrom[gr]; ok {
+			next[gr] = t
+		} else {
+			next[gr] = from
 		}
 	}
-	for gr := range want {
-		if !l.stamped[gr] {
-			added = append(added, gr)
-		}
-	}
-	l.stampWanted = want
-	if len(added) > 0 {
-		time.AfterFunc(wait, func() {
-			l.stampMu.Lock()
-			defer l.stampMu.Unlock()
-			for _, gr := range added {
-				if l.stampWanted[gr] {
-					l.stamped[gr] = true
-				}
-			}
-		})
-	}
+	l.stampFrom = next
 }
 
 func (l *compiledLayer) publish(in bool, left *webhook.Leftover) {
@@ -211,7 +196,8 @@ func (l *compiledLayer) StampsInForce(namespace string, gvk schema.GroupVersionK
 	}
 	l.stampMu.Lock()
 	defer l.stampMu.Unlock()
-	return l.stamped[m.Resource.GroupResource()]
+	from, ok := l.stampFrom[m.Resource.GroupResource()]
+	return ok && !time.Now().Before(from)
 }
 
 // newCompiledLayer builds the compiled admission layer of mode

@@ -48,4 +48,15 @@ func TestStampsInForceByResource(t *testing.T) {
 	if l.StampsInForce("shop", cm) {
 		t.Error("a resource the policy no longer matches is still trusted")
 	}
+
+	// Named, dropped and named again: the settle counts from the last
+	// time it was named (until 2026-12-06 the first sync's timer trusted
+	// it after its own settle).
+	l.stampResources([]compiled.Resource{configMaps}, 20*time.Millisecond)
+	l.stampResources(nil, 0)
+	l.stampResources([]compiled.Resource{configMaps}, time.Hour)
+	time.Sleep(50 * time.Millisecond)
+	if l.StampsInForce("shop", cm) {
+		t.Error("a resource named again is trusted at the settle of the first time it was named")
+	}
 }
