@@ -361,8 +361,8 @@ func (k *Keeper) live(ctx context.Context) (map[string]*metav1.PartialObjectMeta
 	return out, nil
 }
 
-// apply writes o with server-side apply and returns the resourceVersion
-// and generation it left (the digest is the caller's to fill).
+// apply writes o with server-side apply and returns the resourceVersion,
+// uid and generation it left (the digest is the caller's to fill).
 func (k *Keeper) apply(ctx context.Context, o client.Object) (writtenObject, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {

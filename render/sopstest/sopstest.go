@@ -1,5 +1,5 @@
 // Package sopstest encrypts and decrypts files for tests with the sops CLI
-// itself (`sops encrypt --age RECIPIENT`, `sops decrypt`), so that tests
+// itself (`sops --encrypt --age RECIPIENT`, `sops --decrypt`), so that tests
 // decrypt exactly what users commit. tools/build.sh builds the CLI, at the
 // version tools/go.mod requires, into the folder it prints, which make
 // exports as KUBEBUILDER_ASSETS; the tests do not link the sops library
