@@ -1,15 +1,14 @@
 // Package sopstest encrypts and decrypts files for tests with the sops CLI
 // itself (`sops --encrypt --age RECIPIENT`, `sops --decrypt`), so that tests
 // decrypt exactly what users commit. tools/build.sh builds the CLI, at the
-// version tools/go.mod requires, into the folder it prints, which make
-// exports as KUBEBUILDER_ASSETS; the tests do not link the sops library
+// version tools/go.mod requires, into the tools folder; the tests do not
+// link the sops library
 // (its root package imports every KMS client: about 575 packages that
 // the guard does not link and a cold make test would compile again).
 package sopstest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"strings"
 
 	"filippo.io/age"
+
+	"github.com/driftguard/driftguard/devenv"
 )
 
 // Key is a new age key pair.
@@ -98,7 +99,8 @@ func Decrypt(data []byte, json bool, identities ...string) ([]byte, error) {
 // no .sops.yaml, key file or SSH key of the machine takes part, and
 // returns its output.
 func run(input []byte, json bool, env []string, args ...string) ([]byte, error) {
-	bin, err := Binary()
+	mode := args[0]
+	bin, err := binary()
 	if err != nil {
 		return nil, err
 	}
@@ -127,21 +129,18 @@ func run(input []byte, json bool, env []string, args ...string) ([]byte, error) 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("sops %s: %w: %s", args[2], err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("sops %s: %w: %s", mode, err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil
 }
 
-// Binary is the sops CLI the helpers run: sops in KUBEBUILDER_ASSETS, the
-// folder tools/build.sh builds it into (make sets the variable).
-func Binary() (string, error) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		return "", errors.New("sopstest: KUBEBUILDER_ASSETS is not set; tools/build.sh test (make test-tools) builds the sops CLI into the folder it prints")
-	}
-	bin := filepath.Join(assets, "sops")
+// binary is the sops CLI the helpers run: sops in the tools folder
+// (devenv.DefaultBinDir: KUBEBUILDER_ASSETS, which make sets, or the
+// cache tools/build.sh builds it into).
+func binary() (string, error) {
+	bin := filepath.Join(devenv.DefaultBinDir(), "sops")
 	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("sopstest: no sops CLI in KUBEBUILDER_ASSETS (tools/build.sh test builds it): %w", err)
+		return "", fmt.Errorf("sopstest: no sops CLI (tools/build.sh test builds it): %w", err)
 	}
 	return bin, nil
 }
