@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -192,6 +193,39 @@ func TestCompiledMode(t *testing.T) {
 		return nil
 	})
 
+	// An admin deletes the warn policy and makes it again with its labels
+	// and the guard's digest annotation copied, every validation true: a
+	// new object at generation 1, as the guard's own may be. The guard
+	// tells it by its uid and puts back its own.
+	warn := types.NamespacedName{Name: webhookName + "-warn"}
+	var original admissionregistrationv1.ValidatingAdmissionPolicy
+	if err := admin.Get(ctx, warn, &original); err != nil {
+		t.Fatal(err)
+	}
+	forgedPolicy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: original.Name, Labels: original.Labels, Annotations: original.Annotations},
+		Spec:       *original.Spec.DeepCopy(),
+	}
+	for i := range forgedPolicy.Spec.Validations {
+		forgedPolicy.Spec.Validations[i].Expression = "true"
+	}
+	wait.Eventually(t, 30*time.Second, "an admin makes the warn policy again, its validations true", func() error {
+		if err := admin.Delete(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: warn.Name}}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return admin.Create(ctx, forgedPolicy.DeepCopy())
+	})
+	wait.Eventually(t, 60*time.Second, "the guard puts back its warn policy", func() error {
+		var p admissionregistrationv1.ValidatingAdmissionPolicy
+		if err := admin.Get(ctx, warn, &p); err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(p.Spec.Validations, original.Spec.Validations) {
+			return fmt.Errorf("validations %+v", p.Spec.Validations)
+		}
+		return nil
+	})
+
 	// An admin takes the index policy's binding away and empties a bucket
 	// of the index (a write that keeps the guard's annotations and, as for
 	// any ConfigMap, a generation of 0): the guard's next full check puts
@@ -243,7 +277,7 @@ func TestCompiledMode(t *testing.T) {
 		}
 	}
 	slices.Sort(restored)
-	if want := []string{"ConfigMap/" + index.Namespace + "/" + index.Name, "ValidatingAdmissionPolicyBinding//" + index.Name}; !slices.Equal(restored, want) {
+	if want := []string{"ConfigMap/" + index.Namespace + "/" + index.Name, "ValidatingAdmissionPolicy//" + warn.Name, "ValidatingAdmissionPolicyBinding//" + index.Name}; !slices.Equal(restored, want) {
 		t.Errorf("restored %q, want %q (the policies' status is the controller manager's to write)", restored, want)
 	}
 }
